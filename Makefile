@@ -1,0 +1,42 @@
+# Two commands: `make demo` and `make test`. Each sets up .venv on a fresh machine first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SHARED ?= ../shared
+
+.PHONY: demo test check lint typecheck install clean bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy src
+
+# Everything CI must run: lint, types, and the whole test suite (integration tests included).
+test: lint typecheck
+	$(BIN)/pytest -q
+
+# Fast offline tests only, for quick local loops.
+check: $(STAMP)
+	$(BIN)/pytest -q -m "not slow and not integration"
+
+demo: $(STAMP)
+	SEENBEFORE_HOME=.seenbefore-demo bash scripts/demo.sh
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ingest.py --scifact $(SHARED)/data/beir/scifact
+
+clean:
+	rm -rf $(VENV) .seenbefore .seenbefore-demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from seenbefore.cli.app import main
+
+main()

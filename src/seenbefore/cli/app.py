@@ -1,0 +1,44 @@
+"""The `seenbefore` command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from seenbefore.cli import admin, ingest, search
+from seenbefore.cli.common import err_console
+from seenbefore.errors import SeenbeforeError
+
+
+class _ErrorMappingGroup(TyperGroup):
+    """Maps the error tree once: one clear line on stderr and the error's exit code."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SeenbeforeError as exc:
+            err_console.print(f"[red]error:[/] {exc}", soft_wrap=True, markup=True)
+            raise typer.Exit(exc.exit_code) from None
+
+
+app = typer.Typer(
+    cls=_ErrorMappingGroup,
+    help="Have we seen this before? Search past incident postmortems.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command()(ingest.ingest)
+app.add_typer(ingest.quarantine_app, name="quarantine")
+app.command()(search.search)
+app.command()(search.show)
+app.command()(admin.delete)
+app.command()(admin.stats)
+app.command()(admin.backup)
+app.command()(admin.restore)
+
+
+def main() -> None:
+    app()

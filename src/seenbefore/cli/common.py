@@ -1,0 +1,37 @@
+"""Shared CLI plumbing: settings, the store, consoles and JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from seenbefore.config import Settings, load_settings
+from seenbefore.storage.sqlite import SQLiteStore
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+JSON_SCHEMA_VERSION = 1
+
+
+def settings() -> Settings:
+    return load_settings()
+
+
+def open_store(cfg: Settings | None = None) -> SQLiteStore:
+    cfg = cfg or settings()
+    return SQLiteStore(cfg.db_path)
+
+
+def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:
+    """Tiers given with --tier, else the configured default (SEENBEFORE_TIERS)."""
+    if tiers:
+        return tuple(dict.fromkeys(t.strip().lower() for t in tiers if t.strip()))
+    return (cfg or settings()).tiers
+
+
+def print_json(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps({"version": JSON_SCHEMA_VERSION, **payload}, indent=2) + "\n")

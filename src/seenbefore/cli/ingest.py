@@ -1,0 +1,142 @@
+"""`seenbefore ingest` and `seenbefore quarantine`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from seenbefore.cli.common import console, open_store, print_json, settings
+from seenbefore.errors import InputError
+from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport
+from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
+
+quarantine_app = typer.Typer(help="List, retry or drop documents that failed validation.")
+
+
+def _ingestor(store_mapping: str | None, progress: Progress | None = None) -> Ingestor:
+    cfg = settings()
+    mapping = FieldMapping.parse(store_mapping) if store_mapping else None
+    task = progress.add_task("ingesting", total=None) if progress else None
+
+    def on_progress(done: int, total: int, path: str) -> None:
+        if progress is not None and task is not None:
+            progress.update(task, completed=done, total=total, description=Path(path).name[:40])
+
+    ingestor = Ingestor(
+        open_store(cfg),
+        policy=ChunkingPolicy(cfg.chunk_words, cfg.chunk_overlap_words),
+        max_file_bytes=cfg.max_file_bytes,
+        mapping=mapping,
+        progress=on_progress,
+    )
+    return ingestor
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Markdown files, JSONL files or directories")],
+    map_: Annotated[
+        str | None,
+        typer.Option(
+            "--map", help=f"JSONL field mapping target=field,... or a preset ({', '.join(PRESETS)})"
+        ),
+    ] = None,
+    prune: Annotated[bool, typer.Option(help="delete documents whose files are gone")] = False,
+    strict: Annotated[bool, typer.Option(help="exit 1 if anything was quarantined")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable summary")] = False,
+) -> None:
+    """Ingest postmortems: validate, chunk and store; bad documents go to quarantine."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=as_json,
+    ) as progress:
+        ingestor = _ingestor(map_, progress)
+        report = ingestor.ingest(paths, prune=prune)
+    _print_report(report, as_json)
+    if strict and report.quarantined:
+        raise typer.Exit(1)
+
+
+def _print_report(report: IngestReport, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "counts": report.counts(),
+                "added": report.added,
+                "updated": report.updated,
+                "superseded": report.superseded,
+                "pruned": report.pruned,
+                "chunks_written": report.chunks_written,
+                "quarantined": [{"source": s, "reason": r} for s, r in report.quarantined],
+            }
+        )
+        return
+    table = Table(title="ingest summary")
+    for name in report.counts():
+        table.add_column(name, justify="right")
+    table.add_row(*(str(v) for v in report.counts().values()))
+    console.print(table)
+    for source, reason in report.quarantined:
+        console.print(f"[yellow]quarantined[/] {source}: {reason}")
+    if report.quarantined:
+        console.print(
+            "see `seenbefore quarantine`; fix the files and `seenbefore quarantine retry ID`"
+        )
+
+
+@quarantine_app.callback(invoke_without_command=True)
+def quarantine_list(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List quarantined documents with their reasons."""
+    if ctx.invoked_subcommand is not None:
+        return
+    entries = open_store().list_quarantine()
+    if as_json:
+        print_json({"entries": [e.__dict__ for e in entries]})
+        return
+    if not entries:
+        console.print("quarantine is empty")
+        return
+    table = Table(title=f"quarantine ({len(entries)})")
+    for col in ("id", "source", "reason", "attempts", "last seen"):
+        table.add_column(col, overflow="fold")
+    for e in entries:
+        table.add_row(str(e.id), e.source, e.reason, str(e.attempts), e.last_seen)
+    console.print(table)
+
+
+@quarantine_app.command("retry")
+def quarantine_retry(
+    entry_id: int,
+    map_: Annotated[str | None, typer.Option("--map", help="mapping, for a JSONL source")] = None,
+) -> None:
+    """Re-validate a quarantined document after fixing it."""
+    ingestor = _ingestor(map_)
+    entry = ingestor.store.get_quarantine(entry_id)
+    if "#L" in entry.source and map_ is None:
+        raise InputError(f"entry {entry_id} came from a JSONL file: give its --map again")
+    report = ingestor.retry(entry.source)
+    if report.quarantined:
+        console.print(f"[red]still invalid[/]: {report.quarantined[-1][1]}")
+        raise typer.Exit(1)
+    console.print(
+        f"entry {entry_id} ingested: "
+        + ", ".join(f"{k} {v}" for k, v in report.counts().items() if v)
+    )
+
+
+@quarantine_app.command("drop")
+def quarantine_drop(entry_id: int) -> None:
+    """Discard a quarantine entry (the file itself is not touched)."""
+    open_store().drop_quarantine(entry_id)
+    console.print(f"dropped quarantine entry {entry_id}")

@@ -1,0 +1,82 @@
+"""Settings: defaults work with no configuration; env vars ``SEENBEFORE_*``; an optional TOML file.
+
+The TOML file is ``$SEENBEFORE_CONFIG`` if set, else ``<home>/config.toml`` if it exists. Environment
+variables win over the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from seenbefore.errors import ConfigError
+from seenbefore.types import DEFAULT_TIER
+
+
+class Settings(BaseSettings):
+    """All knobs, with defaults that work out of the box."""
+
+    model_config = SettingsConfigDict(env_prefix="SEENBEFORE_", extra="ignore")
+
+    home: Path = Field(default=Path(".seenbefore"), description="data directory")
+    chunk_words: int = Field(default=160, ge=20, le=400, description="max words of chunk content")
+    chunk_overlap_words: int = Field(default=30, ge=0, le=200)
+    max_file_bytes: int = Field(default=1_000_000, ge=1_000)
+    tiers: tuple[str, ...] = Field(default=(DEFAULT_TIER,), description="caller's access tiers")
+
+    @field_validator("tiers", mode="before")
+    @classmethod
+    def _split_tiers(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(t.strip() for t in value.split(",") if t.strip())
+        return value
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "kb.sqlite"
+
+
+def _toml_values(home_hint: Path) -> dict[str, Any]:
+    explicit = os.environ.get("SEENBEFORE_CONFIG")
+    path = Path(explicit) if explicit else home_hint / "config.toml"
+    if not path.exists():
+        if explicit:
+            raise ConfigError(
+                f"SEENBEFORE_CONFIG is '{explicit}', which does not exist; "
+                "point it at a TOML file or unset it"
+            )
+        return {}
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: not valid TOML ({exc}); fix the syntax") from exc
+    section = data.get("seenbefore", data)
+    if not isinstance(section, dict):
+        raise ConfigError(f"config file {path}: expected a table of settings")
+    return dict(section)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from the TOML file, then env vars, then explicit overrides."""
+    home_hint = Path(os.environ.get("SEENBEFORE_HOME", ".seenbefore"))
+    file_values = _toml_values(home_hint)
+    env_keys = {
+        k.removeprefix("SEENBEFORE_").lower() for k in os.environ if k.startswith("SEENBEFORE_")
+    }
+    init = {k: v for k, v in file_values.items() if k not in env_keys}
+    init.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**init)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            f"setting '{loc}' is {first.get('input')!r}: {first['msg']}; "
+            f"set SEENBEFORE_{loc.upper()} or fix the config file"
+        ) from exc

@@ -1,0 +1,68 @@
+"""One exception tree for seenbefore.
+
+::
+
+    SeenbeforeError                 base: every error the package raises on purpose
+    ├── ConfigError                 bad settings or environment
+    ├── InputError                  bad input from a user (CLI argument, query, request body)
+    │   └── MappingError            a JSONL field mapping that does not fit the records
+    ├── PostmortemInvalid           a postmortem failed validation (it goes to quarantine)
+    ├── NotFoundError               no such document / quarantine entry (or not visible to the caller)
+    └── StoreError                  the knowledge base store failed or is unusable
+        ├── SchemaVersionError      the store was written by a newer or unknown schema
+        └── EmbedderMismatchError   vectors from a different embedder or dimension
+
+Messages say what was received, the rule, and the fix. The CLI maps the tree once to a clean
+one-line message and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+
+class SeenbeforeError(Exception):
+    """Base class for every error seenbefore raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(SeenbeforeError):
+    """Settings or environment are not usable."""
+
+    exit_code = 2
+
+
+class InputError(SeenbeforeError):
+    """Input from a user (argument, query, request) is not acceptable."""
+
+    exit_code = 2
+
+
+class MappingError(InputError):
+    """A JSONL field mapping does not fit the records being imported."""
+
+
+class PostmortemInvalid(SeenbeforeError):
+    """A postmortem failed validation; ``reason`` is what goes into quarantine."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"postmortem {source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class NotFoundError(SeenbeforeError):
+    """Nothing with that id exists, or it is not visible to the caller (indistinguishable)."""
+
+    exit_code = 3
+
+
+class StoreError(SeenbeforeError):
+    """The knowledge base store failed or cannot be used."""
+
+
+class SchemaVersionError(StoreError):
+    """The store's schema version is newer than this code, or the file is not a seenbefore store."""
+
+
+class EmbedderMismatchError(StoreError):
+    """Vectors in the store come from a different embedder or dimension than the one in use."""

@@ -1,0 +1,1 @@
+"""Postmortems in: parsing, validation, chunking and incremental ingestion."""

@@ -1,0 +1,211 @@
+"""Ingestion: normalise -> validate -> chunk -> store, one transaction per document.
+
+Nothing is lost: a document that fails validation goes to quarantine with its reason and never
+replaces or deletes the previous good version. Re-ingesting an unchanged file does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seenbefore.errors import InputError, PostmortemInvalid
+from seenbefore.knowledge.chunking import chunk_postmortem
+from seenbefore.knowledge.jsonl import FieldMapping, read_jsonl
+from seenbefore.knowledge.validate import content_hash, decode, postmortem_from_markdown
+from seenbefore.storage.base import Store
+from seenbefore.types import Postmortem
+
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
+JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    quarantined: list[tuple[str, str]] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    chunks_written: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "added": len(self.added),
+            "updated": len(self.updated),
+            "unchanged": len(self.unchanged),
+            "superseded": len(self.superseded),
+            "quarantined": len(self.quarantined),
+            "pruned": len(self.pruned),
+        }
+
+
+@dataclass(frozen=True)
+class ChunkingPolicy:
+    max_words: int = 160
+    overlap_words: int = 30
+
+
+def discover(paths: Sequence[Path]) -> list[Path]:
+    """Markdown and JSONL files under ``paths`` (files or directories), sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"path {path} does not exist; give a postmortem file or directory")
+        if path.is_dir():
+            found.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and p.suffix.lower() in MARKDOWN_SUFFIXES | JSONL_SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+        else:
+            found.append(path)
+    return found
+
+
+class Ingestor:
+    """Ingests files into a store; keeps per-run state for duplicate-id detection."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        policy: ChunkingPolicy | None = None,
+        max_file_bytes: int = 1_000_000,
+        mapping: FieldMapping | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy or ChunkingPolicy()
+        self.max_file_bytes = max_file_bytes
+        self.mapping = mapping
+        self.progress = progress
+
+    def ingest(self, paths: Sequence[Path], *, prune: bool = False) -> IngestReport:
+        files = discover(paths)
+        report = IngestReport()
+        known = self.store.fingerprints()
+        superseded_before = set(self.store.superseded_ids())
+        seen: dict[str, Postmortem] = {}
+        seen_sources: set[str] = set()
+        for index, path in enumerate(files, start=1):
+            for item in self._items(path):
+                seen_sources.add(item.source)
+                self._ingest_one(item, known, seen, report)
+            if self.progress:
+                self.progress(index, len(files), str(path))
+        if prune:
+            report.pruned = self._prune(paths, seen, seen_sources, report)
+        report.superseded = sorted(set(self.store.superseded_ids()) - superseded_before)
+        return report
+
+    def retry(self, source: str) -> IngestReport:
+        """Re-validate one quarantined source after a fix (a file, or one line of a JSONL file)."""
+        report = IngestReport()
+        file_part, _, line = source.partition("#L")
+        path = Path(file_part)
+        if not path.exists():
+            raise InputError(
+                f"quarantined source {file_part} no longer exists; fix and ingest it again, "
+                "or drop the entry"
+            )
+        known = self.store.fingerprints()
+        seen: dict[str, Postmortem] = {}
+        for item in self._items(path):
+            if not line or item.source == source:
+                self._ingest_one(item, known, seen, report)
+        return report
+
+    def _items(self, path: Path) -> Iterator[Postmortem | PostmortemInvalid]:
+        source = str(path.resolve())
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            if self.mapping is None:
+                raise InputError(
+                    f"{path} is JSONL: give a field mapping with --map target=field,... or a "
+                    "preset (--map graphrca, --map danluu)"
+                )
+            yield from read_jsonl(path.resolve(), self.mapping)
+            return
+        try:
+            raw = path.read_bytes()
+            yield postmortem_from_markdown(
+                source, decode(source, raw, max_bytes=self.max_file_bytes)
+            )
+        except PostmortemInvalid as exc:
+            yield exc
+        except OSError as exc:
+            yield PostmortemInvalid(source, f"cannot read file ({exc.strerror})")
+
+    def _ingest_one(
+        self,
+        item: Postmortem | PostmortemInvalid,
+        known: dict[str, tuple[str, str]],
+        seen: dict[str, Postmortem],
+        report: IngestReport,
+    ) -> None:
+        if isinstance(item, PostmortemInvalid):
+            self._quarantine(item.source, item.reason, None, report)
+            return
+        pm = item
+        first = seen.get(pm.id)
+        if first is not None:
+            if first.content_hash != pm.content_hash:
+                self._quarantine(
+                    pm.source,
+                    f"duplicate id '{pm.id}' with different content: {first.source} defines it "
+                    "too in this run; give one of them a new id",
+                    pm.id,
+                    report,
+                    pm.content_hash,
+                )
+            return
+        seen[pm.id] = pm
+        previous = known.get(pm.id)
+        if previous is not None and previous[0] == pm.content_hash and previous[1] == pm.source:
+            report.unchanged.append(pm.id)
+            self.store.clear_quarantine(pm.source)
+            return
+        chunks = chunk_postmortem(
+            pm, max_words=self.policy.max_words, overlap_words=self.policy.overlap_words
+        )
+        outcome = self.store.upsert(pm, chunks)
+        getattr(report, outcome).append(pm.id)
+        if outcome != "unchanged":
+            report.chunks_written += len(chunks)
+        self.store.clear_quarantine(pm.source)
+
+    def _quarantine(
+        self,
+        source: str,
+        reason: str,
+        doc_id: str | None,
+        report: IngestReport,
+        digest: str | None = None,
+    ) -> None:
+        self.store.quarantine(source, reason, doc_id, digest or content_hash(source + reason))
+        report.quarantined.append((source, reason))
+
+    def _prune(
+        self,
+        roots: Sequence[Path],
+        seen: dict[str, Postmortem],
+        seen_sources: set[str],
+        report: IngestReport,
+    ) -> list[str]:
+        """Delete documents whose source lies under ``roots`` and was not seen in this run."""
+        resolved = [r.resolve() for r in roots]
+        pruned = []
+        for doc_id, (_, source) in self.store.fingerprints().items():
+            if doc_id in seen or source in seen_sources or not source:
+                continue
+            file_part = Path(source.split("#L", 1)[0])
+            if any(file_part == r or r in file_part.parents for r in resolved):
+                self.store.delete(doc_id)
+                pruned.append(doc_id)
+        return sorted(pruned)

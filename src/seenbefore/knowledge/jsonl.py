@@ -1,0 +1,156 @@
+"""Import postmortems from a JSONL export (one JSON object per line) with a field mapping.
+
+A mapping is ``target=source`` pairs, comma-separated: ``--map title=summary,date=opened_at``.
+``source`` is a field name, a template with ``{field}`` placeholders (``title={company}: {summary}``)
+or a quoted literal (``access_tier='restricted'``). Targets are the front-matter fields (id, title,
+date, services, severity, status, supersedes, access_tier, type, tags, signals), the section keys
+(summary, impact, detection, timeline, root_cause, resolution, action_items, lessons), ``body``
+(Markdown whose headings become sections) or any other name, which is kept as extra metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seenbefore.errors import MappingError, PostmortemInvalid
+from seenbefore.knowledge.validate import KNOWN_FIELDS, postmortem_from_fields
+from seenbefore.types import Postmortem
+
+SECTION_HEADINGS = {
+    "summary": "Summary",
+    "impact": "Impact",
+    "detection": "Detection",
+    "timeline": "Timeline",
+    "root_cause": "Root cause",
+    "resolution": "Resolution",
+    "action_items": "Action items",
+    "lessons": "Lessons learned",
+}
+
+PRESETS: dict[str, str] = {
+    # github chxmq/graphrca data/real_incidents
+    "graphrca": (
+        "id=id,title={company}: {subcategory} incident,date=date,severity=severity,type=category,"
+        "tags=subcategory,summary=postmortem,root_cause=root_cause,url=url,company=company"
+    ),
+    # github danluu/post-mortems README entries
+    "danluu": (
+        "id=id,title={company}: {summary},type=category,tags=company,summary=summary,url=url,"
+        "company=company"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    """Parsed ``target=source`` pairs."""
+
+    pairs: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def parse(cls, spec: str) -> FieldMapping:
+        spec = PRESETS.get(spec.strip(), spec)
+        pairs: list[tuple[str, str]] = []
+        for part in re.split(r",(?=\s*[A-Za-z_][\w.]*\s*=)", spec):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise MappingError(
+                    f"mapping entry {part.strip()!r} has no '='; write target=source, e.g. "
+                    f"title=summary (presets: {', '.join(PRESETS)})"
+                )
+            target, source = (x.strip() for x in part.split("=", 1))
+            if not re.match(r"^[A-Za-z_][\w.]*$", target) or not source:
+                raise MappingError(f"mapping entry {part.strip()!r}: expected target=source")
+            pairs.append((target, source))
+        targets = [t for t, _ in pairs]
+        if len(set(targets)) != len(targets):
+            raise MappingError(f"mapping {spec!r} names a target twice")
+        if "id" not in targets or "title" not in targets:
+            raise MappingError(f"mapping {spec!r} must map both 'id' and 'title'")
+        return cls(tuple(pairs))
+
+    def merged(self, overrides: FieldMapping | None) -> FieldMapping:
+        if overrides is None:
+            return self
+        replaced = dict(self.pairs) | dict(overrides.pairs)
+        return FieldMapping(tuple(replaced.items()))
+
+
+def resolve(source: str, record: Mapping[str, Any]) -> Any:
+    """The value a mapping source yields for one record (None when the field is absent)."""
+    if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"":
+        return source[1:-1]
+    if "{" in source:
+        names = [n for _, n, _, _ in string.Formatter().parse(source) if n]
+        missing = [n for n in names if n not in record]
+        if missing:
+            raise MappingError(
+                f"template {source!r} uses field(s) {missing} that the record does not have; "
+                f"available: {sorted(record)}"
+            )
+        return source.format_map({k: "" if v is None else v for k, v in record.items()})
+    return record.get(source)
+
+
+def record_to_postmortem(
+    origin: str, record: Mapping[str, Any], mapping: FieldMapping
+) -> Postmortem:
+    fields: dict[str, Any] = {}
+    sections: list[tuple[str, str, str]] = []
+    body_markdown = ""
+    for target, source in mapping.pairs:
+        value = resolve(source, record)
+        if target == "body":
+            body_markdown = "" if value is None else str(value)
+        elif target in SECTION_HEADINGS:
+            if value not in (None, ""):
+                sections.append((target, SECTION_HEADINGS[target], str(value)))
+        elif target in KNOWN_FIELDS or value not in (None, ""):
+            fields[target] = value
+    parts = [body_markdown.strip()] if body_markdown.strip() else []
+    parts += [f"## {heading}\n\n{text.strip()}" for _, heading, text in sections]
+    return postmortem_from_fields(origin, fields, "\n\n".join(parts))
+
+
+def read_jsonl(path: Path, mapping: FieldMapping) -> Iterator[Postmortem | PostmortemInvalid]:
+    """Each line as a Postmortem, or the PostmortemInvalid that explains why it is not one.
+    A mapping that does not fit the file at all raises MappingError on the first record."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            origin = f"{path}#L{number}"
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                yield PostmortemInvalid(origin, f"line {number} is not valid UTF-8 JSON ({exc})")
+                continue
+            if not isinstance(record, dict):
+                yield PostmortemInvalid(
+                    origin, f"line {number} is a JSON {type(record).__name__}, expected an object"
+                )
+                continue
+            if number == 1:
+                _check_mapping_fits(path, mapping, record)
+            try:
+                yield record_to_postmortem(origin, record, mapping)
+            except PostmortemInvalid as exc:
+                yield exc
+
+
+def _check_mapping_fits(path: Path, mapping: FieldMapping, record: Mapping[str, Any]) -> None:
+    for target, source in mapping.pairs:
+        if "{" in source or source[:1] in "'\"":
+            resolve(source, record)  # raises MappingError with the available fields
+        elif source not in record and target in {"id", "title"}:
+            raise MappingError(
+                f"{path}: mapping {target}={source} names field {source!r}, which the first "
+                f"record does not have; available fields: {sorted(record)}"
+            )

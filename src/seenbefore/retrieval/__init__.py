@@ -1,0 +1,1 @@
+"""Retrieval: tokenising, sparse (BM25) search and, later, dense and hybrid search."""

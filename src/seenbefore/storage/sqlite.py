@@ -1,0 +1,468 @@
+"""The embedded store: one SQLite file (WAL mode) is the source of truth.
+
+Documents, sections, chunks, the FTS5 index and quarantine live in one file; each document is
+written in one transaction, so the keyword index and the metadata never disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from seenbefore.errors import NotFoundError, SchemaVersionError, StoreError
+from seenbefore.storage.base import ChunkHit, StoreStats
+from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
+from seenbefore.storage.sqlfilters import filter_sql
+from seenbefore.types import (
+    Chunk,
+    Postmortem,
+    QuarantineEntry,
+    SearchFilters,
+    Section,
+    StoredDocument,
+)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """OR-join terms, each quoted, so user text is never FTS5 syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class SQLiteStore:
+    """Store backed by one SQLite file. Safe to share between threads (one lock)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"store {path}: cannot open as SQLite ({exc}); point SEENBEFORE_HOME at a "
+                "seenbefore data directory or move the file away"
+            ) from exc
+        self._lock = threading.RLock()
+        self._migrate()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            has_tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if has_tables and app_id != APPLICATION_ID:
+                raise SchemaVersionError(
+                    f"store {self.path}: this SQLite file is not a seenbefore store "
+                    "(application_id differs); use another SEENBEFORE_HOME"
+                )
+            if version > len(MIGRATIONS):
+                raise SchemaVersionError(
+                    f"store {self.path}: schema version {version} is newer than this seenbefore "
+                    f"understands ({len(MIGRATIONS)}); upgrade seenbefore"
+                )
+            for number in range(version + 1, len(MIGRATIONS) + 1):
+                with self._write(bump=False) as conn:
+                    for statement in _statements(MIGRATIONS[number - 1]):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def _write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction; bumps the generation so caches know they are stale."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                if bump:
+                    self._conn.execute(
+                        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- documents -------------------------------------------------------------------------
+    def generation(self) -> int:
+        return int(self._read("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+
+    def fingerprints(self) -> dict[str, tuple[str, str]]:
+        rows = self._read("SELECT id, content_hash, source FROM documents")
+        return {r["id"]: (r["content_hash"], r["source"]) for r in rows}
+
+    def upsert(self, pm: Postmortem, chunks: Sequence[Chunk]) -> str:
+        with self._write() as conn:
+            old = conn.execute(
+                "SELECT content_hash, supersedes, source FROM documents WHERE id = ?", (pm.id,)
+            ).fetchone()
+            if old is not None and old["content_hash"] == pm.content_hash:
+                if old["source"] != pm.source:
+                    conn.execute("UPDATE documents SET source = ? WHERE id = ?", (pm.source, pm.id))
+                return "unchanged"
+            now = _now()
+            if old is not None:
+                self._delete_rows(conn, pm.id)
+            conn.execute(
+                "INSERT INTO documents (id, title, date, severity, status, effective_status,"
+                " supersedes, access_tier, type, services, tags, signals, extra, body, source,"
+                " content_hash, ingested_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pm.id,
+                    pm.title,
+                    pm.date.isoformat() if pm.date else None,
+                    pm.severity,
+                    pm.status,
+                    pm.status,
+                    pm.supersedes,
+                    pm.access_tier,
+                    pm.type,
+                    json.dumps(pm.services),
+                    json.dumps(pm.tags),
+                    json.dumps(pm.signals),
+                    json.dumps(pm.extra, sort_keys=True),
+                    pm.body,
+                    pm.source,
+                    pm.content_hash,
+                    now,
+                    now,
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO document_services (doc_id, service) VALUES (?, ?)",
+                [(pm.id, s) for s in pm.services],
+            )
+            conn.executemany(
+                "INSERT INTO sections (doc_id, position, key, heading, text) VALUES (?, ?, ?, ?, ?)",
+                [(pm.id, s.position, s.key, s.heading, s.text) for s in pm.sections],
+            )
+            for chunk in chunks:
+                self._insert_chunk(conn, chunk)
+            affected = {pm.id, pm.supersedes, old["supersedes"] if old else None}
+            _refresh_supersession(conn, [a for a in affected if a])
+            return "updated" if old is not None else "added"
+
+    def _insert_chunk(self, conn: sqlite3.Connection, chunk: Chunk) -> None:
+        cur = conn.execute(
+            "INSERT INTO chunks (doc_id, section_key, section_heading, section_position,"
+            " position, text) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                chunk.doc_id,
+                chunk.section_key,
+                chunk.section_heading,
+                chunk.section_position,
+                chunk.position,
+                chunk.text,
+            ),
+        )
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, chunk.text)
+        )
+
+    @staticmethod
+    def _delete_rows(conn: sqlite3.Connection, doc_id: str) -> None:
+        conn.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)",
+            (doc_id,),
+        )
+        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))  # cascades
+
+    def delete(self, doc_id: str) -> None:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT supersedes FROM documents WHERE id = ?", (doc_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no postmortem with id '{doc_id}'")
+            self._delete_rows(conn, doc_id)
+            if row["supersedes"]:
+                _refresh_supersession(conn, [row["supersedes"]])
+
+    def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
+        docs = self.documents_meta([doc_id])
+        doc = docs.get(doc_id)
+        if doc is None or doc.postmortem.access_tier not in tiers:
+            raise NotFoundError(f"no postmortem with id '{doc_id}'")
+        return doc
+
+    def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
+        if not doc_ids:
+            return {}
+        marks = ",".join("?" * len(doc_ids))
+        rows = self._read(
+            f"SELECT d.*, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) AS n_chunks"
+            f" FROM documents d WHERE d.id IN ({marks})",
+            list(doc_ids),
+        )
+        sections: dict[str, list[Section]] = {}
+        for s in self._read(
+            f"SELECT * FROM sections WHERE doc_id IN ({marks}) ORDER BY doc_id, position",
+            list(doc_ids),
+        ):
+            sections.setdefault(s["doc_id"], []).append(
+                Section(s["key"], s["heading"], s["text"], s["position"])
+            )
+        return {r["id"]: _stored(r, tuple(sections.get(r["id"], []))) for r in rows}
+
+    def superseded_ids(self) -> list[str]:
+        return [
+            r[0]
+            for r in self._read("SELECT id FROM documents WHERE effective_status = 'superseded'")
+        ]
+
+    def list_ids(self, tiers: Sequence[str] | None = None) -> list[str]:
+        if tiers is None:
+            return [r[0] for r in self._read("SELECT id FROM documents ORDER BY id")]
+        marks = ",".join("?" * len(tiers))
+        return [
+            r[0]
+            for r in self._read(
+                f"SELECT id FROM documents WHERE access_tier IN ({marks}) ORDER BY id", list(tiers)
+            )
+        ]
+
+    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self._read(f"SELECT * FROM chunks WHERE id IN ({marks})", list(chunk_ids))
+        return {
+            r["id"]: Chunk(
+                r["doc_id"],
+                r["section_key"],
+                r["section_heading"],
+                r["section_position"],
+                r["position"],
+                r["text"],
+            )
+            for r in rows
+        }
+
+    # -- search ----------------------------------------------------------------------------
+    def sparse_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[ChunkHit]:
+        """FTS5 BM25 over chunks of documents that pass ``filters`` (applied inside the MATCH
+        query, so filtered-out rows are never scored); best chunk per document."""
+        if not terms or limit <= 0:
+            return []
+        where, params = filter_sql(filters, alias="d")
+        sql = (
+            "WITH m AS MATERIALIZED ("
+            " SELECT rowid AS rid, bm25(chunks_fts) AS s FROM chunks_fts"
+            " WHERE chunks_fts MATCH ? AND rowid IN ("
+            f"  SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {where}))"
+            " SELECT c.id AS chunk_id, c.doc_id AS doc_id, MIN(m.s) AS score"
+            " FROM m JOIN chunks c ON c.id = m.rid GROUP BY c.doc_id"
+            " ORDER BY score, c.doc_id LIMIT ?"
+        )
+        rows = self._read(sql, [fts_query(terms), *params, limit])
+        return [ChunkHit(r["chunk_id"], r["doc_id"], -float(r["score"])) for r in rows]
+
+    # -- quarantine ------------------------------------------------------------------------
+    def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:
+        now = _now()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO quarantine (source, reason, doc_id, content_hash, first_seen,"
+                " last_seen) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE SET"
+                " reason = excluded.reason, doc_id = excluded.doc_id,"
+                " content_hash = excluded.content_hash, last_seen = excluded.last_seen,"
+                " attempts = attempts + 1",
+                (source, reason, doc_id, digest, now, now),
+            )
+            row = conn.execute("SELECT id FROM quarantine WHERE source = ?", (source,)).fetchone()
+            return int(row[0])
+
+    def list_quarantine(self) -> list[QuarantineEntry]:
+        return [_entry(r) for r in self._read("SELECT * FROM quarantine ORDER BY id")]
+
+    def get_quarantine(self, entry_id: int) -> QuarantineEntry:
+        rows = self._read("SELECT * FROM quarantine WHERE id = ?", (entry_id,))
+        if not rows:
+            raise NotFoundError(
+                f"no quarantine entry {entry_id}; `seenbefore quarantine` lists the entries"
+            )
+        return _entry(rows[0])
+
+    def drop_quarantine(self, entry_id: int) -> None:
+        self.get_quarantine(entry_id)
+        with self._write() as conn:
+            conn.execute("DELETE FROM quarantine WHERE id = ?", (entry_id,))
+
+    def clear_quarantine(self, source: str) -> None:
+        if not self._read("SELECT 1 FROM quarantine WHERE source = ?", (source,)):
+            return
+        with self._write() as conn:
+            conn.execute("DELETE FROM quarantine WHERE source = ?", (source,))
+
+    # -- stats, backup, restore --------------------------------------------------------------
+    def stats(self, tiers: Sequence[str]) -> StoreStats:
+        marks = ",".join("?" * len(tiers)) or "NULL"
+        visible = f"access_tier IN ({marks})"
+        t = list(tiers)
+        row = self._read(
+            f"SELECT count(*), sum(effective_status = 'current'),"
+            f" sum(effective_status = 'superseded') FROM documents WHERE {visible}",
+            t,
+        )[0]
+        chunks = self._read(
+            f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.{visible}",
+            t,
+        )[0][0]
+        by_type = {
+            r[0] or "(none)": r[1]
+            for r in self._read(
+                f"SELECT type, count(*) FROM documents WHERE {visible} GROUP BY type ORDER BY 2 DESC",
+                t,
+            )
+        }
+        by_tier = {
+            r[0]: r[1]
+            for r in self._read(
+                f"SELECT access_tier, count(*) FROM documents WHERE {visible} GROUP BY 1", t
+            )
+        }
+        return StoreStats(
+            documents=row[0],
+            current=row[1] or 0,
+            superseded=row[2] or 0,
+            chunks=chunks,
+            by_type=by_type,
+            by_tier=by_tier,
+            quarantined=self._read("SELECT count(*) FROM quarantine")[0][0],
+            schema_version=self._read("PRAGMA user_version")[0][0],
+            generation=self.generation(),
+            path=str(self.path),
+        )
+
+    def backup(self, target: str | Path) -> None:
+        """A consistent copy via SQLite's online backup API, safe while the store is in use."""
+        target_path = Path(target)
+        if target_path.exists():
+            raise StoreError(f"backup target {target_path} exists; choose a new path")
+        target_path.parent.mkdir(parents=True, exist_ok=True)
+        dest = sqlite3.connect(str(target_path))
+        try:
+            with self._lock:
+                self._conn.backup(dest)
+        finally:
+            dest.close()
+
+    def restore(self, source: str | Path) -> None:
+        """Replace this store's content with a backup taken by :meth:`backup`."""
+        source_path = Path(source)
+        if not source_path.is_file():
+            raise NotFoundError(f"backup {source_path} does not exist")
+        src = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
+        try:
+            app_id = src.execute("PRAGMA application_id").fetchone()[0]
+            version = src.execute("PRAGMA user_version").fetchone()[0]
+            if app_id != APPLICATION_ID or not 1 <= version <= len(MIGRATIONS):
+                raise SchemaVersionError(
+                    f"backup {source_path} is not a seenbefore store this version can read "
+                    f"(application_id {app_id:#x}, schema {version})"
+                )
+            with self._lock:
+                src.backup(self._conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"backup {source_path}: not a readable SQLite file ({exc})") from exc
+        finally:
+            src.close()
+        self._migrate()
+        with self._write():
+            pass  # bump the generation: every cache is now stale
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _refresh_supersession(conn: sqlite3.Connection, doc_ids: Sequence[str]) -> None:
+    """Recompute who supersedes each of ``doc_ids`` and their effective status."""
+    for doc_id in doc_ids:
+        conn.execute(
+            "UPDATE documents SET superseded_by = (SELECT s.id FROM documents s"
+            " WHERE s.supersedes = documents.id AND s.status = 'current'"
+            " ORDER BY s.date DESC, s.id LIMIT 1) WHERE id = ?",
+            (doc_id,),
+        )
+        conn.execute(
+            "UPDATE documents SET effective_status = CASE WHEN status = 'superseded'"
+            " OR superseded_by IS NOT NULL THEN 'superseded' ELSE 'current' END WHERE id = ?",
+            (doc_id,),
+        )
+
+
+def _stored(row: sqlite3.Row, sections: tuple[Section, ...]) -> StoredDocument:
+    pm = Postmortem(
+        id=row["id"],
+        title=row["title"],
+        date=dt.date.fromisoformat(row["date"]) if row["date"] else None,
+        body=row["body"],
+        sections=sections,
+        services=tuple(json.loads(row["services"])),
+        severity=row["severity"],
+        status=row["status"],
+        supersedes=row["supersedes"],
+        access_tier=row["access_tier"],
+        type=row["type"],
+        tags=tuple(json.loads(row["tags"])),
+        signals=tuple(json.loads(row["signals"])),
+        extra=json.loads(row["extra"]),
+        source=row["source"],
+        content_hash=row["content_hash"],
+    )
+    return StoredDocument(
+        postmortem=pm,
+        effective_status=row["effective_status"],
+        superseded_by=row["superseded_by"],
+        chunk_count=row["n_chunks"],
+        ingested_at=row["ingested_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _entry(row: sqlite3.Row) -> QuarantineEntry:
+    return QuarantineEntry(
+        id=row["id"],
+        source=row["source"],
+        reason=row["reason"],
+        doc_id=row["doc_id"],
+        content_hash=row["content_hash"],
+        first_seen=row["first_seen"],
+        last_seen=row["last_seen"],
+        attempts=row["attempts"],
+    )

@@ -1,0 +1,141 @@
+"""Frozen values that cross module lines."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["current", "superseded"]
+MatchedBy = Literal["sparse", "dense", "both"]
+ChangeKind = Literal["added", "updated", "unchanged", "quarantined", "pruned"]
+
+DEFAULT_TIER = "general"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One body section of a postmortem: canonical key (e.g. ``root_cause``) and its own heading."""
+
+    key: str
+    heading: str
+    text: str
+    position: int
+
+
+@dataclass(frozen=True)
+class Postmortem:
+    """A validated postmortem, ready to chunk and store."""
+
+    id: str
+    title: str
+    date: dt.date | None
+    body: str
+    sections: tuple[Section, ...]
+    services: tuple[str, ...] = ()
+    severity: str = ""
+    status: Status = "current"
+    supersedes: str | None = None
+    access_tier: str = DEFAULT_TIER
+    type: str = ""
+    tags: tuple[str, ...] = ()
+    signals: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    content_hash: str = ""
+
+    def section(self, key: str) -> Section | None:
+        """The first section with canonical ``key``, or None."""
+        return next((s for s in self.sections if s.key == key), None)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable piece of one section; fits the dense model's input window."""
+
+    doc_id: str
+    section_key: str
+    section_heading: str
+    section_position: int
+    position: int
+    text: str
+
+    @property
+    def word_count(self) -> int:
+        return len(self.text.split())
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Pre-filters applied before any scoring. ``tiers`` are the caller's access tiers."""
+
+    tiers: tuple[str, ...] = (DEFAULT_TIER,)
+    include_superseded: bool = False
+    services: tuple[str, ...] = ()
+    date_from: dt.date | None = None
+    date_to: dt.date | None = None
+    exclude_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetrieverHit:
+    """One retriever's view of a document: its rank (1-based) and raw score."""
+
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A document in a result list, with the chunk that matched best as its snippet."""
+
+    doc_id: str
+    title: str
+    date: dt.date | None
+    type: str
+    status: Status
+    access_tier: str
+    services: tuple[str, ...]
+    score: float
+    snippet: str
+    section_key: str
+    chunk_id: int
+    matched_by: MatchedBy = "sparse"
+    retrievers: dict[str, RetrieverHit] = field(default_factory=dict)
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A ranked list of candidates for one query."""
+
+    query: str
+    mode: str
+    candidates: tuple[Candidate, ...]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QuarantineEntry:
+    """A document that failed validation, kept with its reason so nothing is lost silently."""
+
+    id: int
+    source: str
+    reason: str
+    doc_id: str | None
+    content_hash: str
+    first_seen: str
+    last_seen: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document as the store holds it (metadata and body), as shown by ``seenbefore show``."""
+
+    postmortem: Postmortem
+    effective_status: Status
+    superseded_by: str | None
+    chunk_count: int
+    ingested_at: str
+    updated_at: str

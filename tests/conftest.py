@@ -1,0 +1,97 @@
+"""Shared fixtures: tiny postmortem files, a fresh store, the shared evaluation data."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from seenbefore.knowledge.ingest import Ingestor
+from seenbefore.storage.sqlite import SQLiteStore
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SEENBEFORE_SHARED", REPO.parent / "shared"))
+EXAMPLES = REPO / "examples" / "postmortems"
+
+
+def postmortem_text(
+    doc_id: str = "INC-1",
+    title: str = "Checkout errors from exhausted connection pool",
+    body: str | None = None,
+    **front: object,
+) -> str:
+    fields: dict[str, object] = {"id": doc_id, "title": title, "date": "2024-03-14", **front}
+    lines = ["---"]
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, list | tuple):
+            lines.append(f"{key}: [{', '.join(str(v) for v in value)}]")
+        else:
+            lines.append(f"{key}: {value}")
+    lines.append("---")
+    if body is None:
+        body = textwrap.dedent(
+            """
+            ## Summary
+            The checkout service returned errors for twenty minutes.
+
+            ## Symptoms
+            p99 latency rose and database connections reached the pool limit.
+
+            ## Root cause
+            A slow query held connections open until the pool was exhausted.
+
+            ## Mitigation
+            We restarted the pods and raised the pool size.
+            """
+        )
+    return "\n".join(lines) + "\n" + body
+
+
+WriteDoc = Callable[..., Path]
+
+
+@pytest.fixture
+def kb_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "kb"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def write_doc(kb_dir: Path) -> WriteDoc:
+    def write(name: str, text: str | bytes) -> Path:
+        path = kb_dir / name
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with SQLiteStore(tmp_path / "home" / "kb.sqlite") as s:
+        yield s
+
+
+@pytest.fixture
+def ingestor(store: SQLiteStore) -> Ingestor:
+    return Ingestor(store)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The shared evaluation data. Missing data fails in CI (where it must exist) and skips
+    elsewhere, saying why."""
+    if not (SHARED / "data").is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"shared data not found at {SHARED}/data; CI must provide it")
+        pytest.skip(f"shared data not found at {SHARED}/data (set SEENBEFORE_SHARED)")
+    return SHARED / "data"

@@ -1,0 +1,73 @@
+import datetime as dt
+
+import pytest
+
+from seenbefore.errors import PostmortemInvalid
+from seenbefore.knowledge.validate import decode, postmortem_from_markdown
+from tests.conftest import postmortem_text
+
+
+def reason(text: str) -> str:
+    with pytest.raises(PostmortemInvalid) as info:
+        postmortem_from_markdown("x.md", text)
+    return info.value.reason
+
+
+def test_valid_document_is_normalised() -> None:
+    pm = postmortem_from_markdown(
+        "x.md",
+        postmortem_text(
+            services="[checkout-api, checkout-api, orders-db]",
+            type="Connection Pool",
+            tags="pool, postgres",
+            owner="team-a",
+        ),
+    )
+    assert pm.date == dt.date(2024, 3, 14)
+    assert pm.services == ("checkout-api", "orders-db")
+    assert pm.type == "connection-pool"
+    assert pm.tags == ("pool", "postgres")
+    assert pm.access_tier == "general" and pm.status == "current"
+    assert pm.extra == {"owner": "team-a"}
+    assert [s.key for s in pm.sections] == ["summary", "detection", "root_cause", "resolution"]
+
+
+def test_missing_id_and_title() -> None:
+    assert "'id' is missing" in reason(postmortem_text(doc_id=""))
+    assert "'title' is missing" in reason(postmortem_text(title=""))
+
+
+def test_bad_dates() -> None:
+    assert "'date' is '2024-13-01', expected YYYY-MM-DD" in reason(
+        postmortem_text(date="'2024-13-01'")
+    )
+    assert "expected YYYY-MM-DD" in reason(postmortem_text(date="yesterday"))
+
+
+def test_empty_body() -> None:
+    assert "body is empty" in reason(postmortem_text(body="\n\n   \n"))
+    assert "body is empty" in reason(postmortem_text(body="## Summary\n\n## Impact\n"))
+
+
+def test_ids_with_path_characters_are_rejected() -> None:
+    for bad in ("../etc/passwd", "a/b", "a\\\\b", "has space", ".hidden", "a..b"):
+        assert "ids may use letters" in reason(postmortem_text(doc_id=f"'{bad}'")), bad
+
+
+def test_bad_status_tier_and_self_supersede() -> None:
+    assert "'status' is 'draft'" in reason(postmortem_text(status="draft"))
+    assert "'access_tier'" in reason(postmortem_text(access_tier="'Top Secret!'"))
+    assert "supersedes itself" in reason(postmortem_text(supersedes="INC-1"))
+
+
+def test_no_or_broken_front_matter() -> None:
+    assert "no YAML front matter" in reason("## Summary\nhello\n")
+    assert "not valid YAML" in reason("---\nid: [unclosed\n---\n## Summary\nx\n")
+    assert "expected a mapping" in reason("---\n- a\n- b\n---\n## Summary\nx\n")
+
+
+def test_undecodable_and_oversized_bytes() -> None:
+    with pytest.raises(PostmortemInvalid, match="not valid UTF-8"):
+        decode("x.md", b"---\nid: A\n\xff\xfe", max_bytes=1000)
+    with pytest.raises(PostmortemInvalid, match="over the limit of 10"):
+        decode("x.md", b"x" * 11, max_bytes=10)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -28,6 +28,16 @@ class Settings(BaseSettings):
     chunk_overlap_words: int = Field(default=30, ge=0, le=200)
     max_file_bytes: int = Field(default=1_000_000, ge=1_000)
     tiers: tuple[str, ...] = Field(default=(DEFAULT_TIER,), description="caller's access tiers")
+    embedder: Literal["auto", "minilm", "lsa", "none"] = Field(
+        default="auto", description="dense embedder: MiniLM if loadable, else LSA"
+    )
+    stem: bool = Field(
+        default=False, description="Porter-stem BM25 terms (helped SciFact, hurt incidents)"
+    )
+    lsa_dim: int = Field(default=128, ge=2, le=1024)
+    lsa_refit_fraction: float = Field(default=0.2, gt=0, le=10)
+    rrf_k: int = Field(default=60, ge=0)
+    recency_half_life_days: float | None = Field(default=None, gt=0)
 
     @field_validator("tiers", mode="before")
     @classmethod

@@ -20,6 +20,7 @@ runner = CliRunner()
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
+    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")  # fast; MiniLM has its own tests
     return tmp_path / "home"
 
 
@@ -89,7 +90,7 @@ def test_backup_and_restore(tmp_path: Path) -> None:
 
 
 def test_errors_are_one_line_and_non_zero(tmp_path: Path, home: Path) -> None:
-    env = {"SEENBEFORE_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    env = {"SEENBEFORE_HOME": str(home), "PATH": "/usr/bin:/bin", "SEENBEFORE_EMBEDDER": "lsa"}
     cases = [
         (["ingest", str(tmp_path / "missing")], 2, "does not exist"),
         (["search", "   "], 2, "search text is empty"),

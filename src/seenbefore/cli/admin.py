@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from seenbefore.cli.common import caller_tiers, console, open_store, print_json
+from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
 from seenbefore.cli.search import TierOption
 
 
@@ -29,8 +29,9 @@ def stats(
 ) -> None:
     """Counts of what the knowledge base holds (documents visible to your tiers)."""
     tiers = caller_tiers(tier)
-    with open_store() as store:
-        s = store.stats(tiers)
+    with open_kb() as kb:
+        s = kb.store.stats(tiers)
+        dense = kb.status()
     payload = {
         "path": s.path,
         "tiers": list(tiers),
@@ -43,6 +44,7 @@ def stats(
         "by_tier": s.by_tier,
         "schema_version": s.schema_version,
         "generation": s.generation,
+        **dense,
     }
     if as_json:
         print_json(payload)
@@ -53,6 +55,17 @@ def stats(
     for key in ("documents", "current", "superseded", "chunks", "quarantined", "schema_version"):
         table.add_row(key, str(payload[key]))
     table.add_row("types", str(len(s.by_type)))
+    for key in (
+        "active_dense_embedder_name",
+        "dense_trusted",
+        "weights",
+        "weights_source",
+        "chunks_without_vectors",
+        "lsa_staleness",
+        "fallback_reason",
+    ):
+        if payload.get(key) is not None:
+            table.add_row(key, str(payload[key]))
     console.print(table)
 
 

@@ -31,6 +31,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command()(ingest.ingest)
+app.command()(ingest.reindex)
 app.add_typer(ingest.quarantine_app, name="quarantine")
 app.command()(search.search)
 app.command()(search.show)

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from seenbefore.config import Settings, load_settings
+from seenbefore.kb import KnowledgeBase
 from seenbefore.storage.sqlite import SQLiteStore
 
 console = Console(highlight=False)
@@ -24,6 +25,10 @@ def settings() -> Settings:
 def open_store(cfg: Settings | None = None) -> SQLiteStore:
     cfg = cfg or settings()
     return SQLiteStore(cfg.db_path)
+
+
+def open_kb(cfg: Settings | None = None) -> KnowledgeBase:
+    return KnowledgeBase(cfg or settings())
 
 
 def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:

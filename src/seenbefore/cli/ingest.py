@@ -3,37 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from seenbefore.cli.common import console, open_store, print_json, settings
+from seenbefore.cli.common import console, open_kb, open_store, print_json
 from seenbefore.errors import InputError
-from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport
+from seenbefore.knowledge.ingest import IngestReport
 from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
 
 quarantine_app = typer.Typer(help="List, retry or drop documents that failed validation.")
 
 
-def _ingestor(store_mapping: str | None, progress: Progress | None = None) -> Ingestor:
-    cfg = settings()
-    mapping = FieldMapping.parse(store_mapping) if store_mapping else None
-    task = progress.add_task("ingesting", total=None) if progress else None
+def _progress_callback(progress: Progress | None, label: str) -> Any:
+    if progress is None:
+        return None
+    task = progress.add_task(label, total=None)
 
-    def on_progress(done: int, total: int, path: str) -> None:
-        if progress is not None and task is not None:
-            progress.update(task, completed=done, total=total, description=Path(path).name[:40])
+    def update(done: int, total: int, path: str = "") -> None:
+        progress.update(
+            task,
+            completed=done,
+            total=total,
+            description=f"{label} {Path(path).name[:40]}" if path else label,
+        )
 
-    ingestor = Ingestor(
-        open_store(cfg),
-        policy=ChunkingPolicy(cfg.chunk_words, cfg.chunk_overlap_words),
-        max_file_bytes=cfg.max_file_bytes,
-        mapping=mapping,
-        progress=on_progress,
-    )
-    return ingestor
+    return update
 
 
 def ingest(
@@ -49,17 +46,25 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable summary")] = False,
 ) -> None:
     """Ingest postmortems: validate, chunk and store; bad documents go to quarantine."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=as_json,
-    ) as progress:
-        ingestor = _ingestor(map_, progress)
-        report = ingestor.ingest(paths, prune=prune)
+    with (
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=as_json,
+        ) as progress,
+        open_kb() as kb,
+    ):
+        report = kb.ingest(
+            paths,
+            prune=prune,
+            mapping=FieldMapping.parse(map_) if map_ else None,
+            progress=_progress_callback(progress, "ingesting"),
+            embed_progress=_progress_callback(progress, "embedding"),
+        )
     _print_report(report, as_json)
     if strict and report.quarantined:
         raise typer.Exit(1)
@@ -121,11 +126,12 @@ def quarantine_retry(
     map_: Annotated[str | None, typer.Option("--map", help="mapping, for a JSONL source")] = None,
 ) -> None:
     """Re-validate a quarantined document after fixing it."""
-    ingestor = _ingestor(map_)
-    entry = ingestor.store.get_quarantine(entry_id)
-    if "#L" in entry.source and map_ is None:
-        raise InputError(f"entry {entry_id} came from a JSONL file: give its --map again")
-    report = ingestor.retry(entry.source)
+    with open_kb() as kb:
+        entry = kb.store.get_quarantine(entry_id)
+        if "#L" in entry.source and map_ is None:
+            raise InputError(f"entry {entry_id} came from a JSONL file: give its --map again")
+        mapping = FieldMapping.parse(map_) if map_ else None
+        report = kb.ingestor(mapping=mapping).retry(entry.source)
     if report.quarantined:
         console.print(f"[red]still invalid[/]: {report.quarantined[-1][1]}")
         raise typer.Exit(1)
@@ -133,6 +139,31 @@ def quarantine_retry(
         f"entry {entry_id} ingested: "
         + ", ".join(f"{k} {v}" for k, v in report.counts().items() if v)
     )
+
+
+def reindex(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Re-embed every chunk with the active embedder (refits LSA when LSA is active)."""
+    with (
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=as_json,
+        ) as progress,
+        open_kb() as kb,
+    ):
+        result = kb.reindex(_progress_callback(progress, "embedding"))
+        status = kb.status()
+    if as_json:
+        print_json({**result, **status})
+        return
+    console.print(f"re-embedded {result['chunks']} chunks with {result['embedder']}")
+    console.print(f"gate: {status['gate_reason']}")
 
 
 @quarantine_app.command("drop")

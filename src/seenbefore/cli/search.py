@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import caller_tiers, console, open_store, print_json
+from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
 from seenbefore.errors import InputError
-from seenbefore.retrieval.sparse import sparse_search
+from seenbefore.retrieval.hybrid import MODES, Mode, SearchOptions
 from seenbefore.types import Candidate, SearchFilters, SearchResult
 
 TierOption = Annotated[
@@ -54,12 +54,21 @@ def candidate_json(rank: int, c: Candidate) -> dict[str, Any]:
     }
 
 
-def result_json(result: SearchResult) -> dict[str, Any]:
-    return {
+def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
+    d = result.details
+    payload: dict[str, Any] = {
         "query": result.query,
         "mode": result.mode,
+        "confidence": d.get("confidence"),
+        "confidence_label": d.get("confidence_label"),
+        "novel": d.get("novel"),
+        "dense_trusted": d.get("gate", {}).get("dense_trusted"),
+        "weights": d.get("weights"),
         "results": [candidate_json(i, c) for i, c in enumerate(result.candidates, 1)],
     }
+    if explain:
+        payload["explain"] = d
+    return payload
 
 
 def search(
@@ -72,6 +81,17 @@ def search(
     since: Annotated[str | None, typer.Option(help="only incidents on/after YYYY-MM-DD")] = None,
     until: Annotated[str | None, typer.Option(help="only incidents on/before YYYY-MM-DD")] = None,
     include_superseded: Annotated[bool, typer.Option(help="also show superseded versions")] = False,
+    mode: Annotated[str, typer.Option(help="hybrid | sparse | dense")] = "hybrid",
+    dense_weight: Annotated[
+        float | None, typer.Option(help="override the gate's dense weight (0..1) for this query")
+    ] = None,
+    recency_half_life: Annotated[
+        float | None,
+        typer.Option(help="boost recent incidents: half-life in days (off by default)"),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option(help="per-retriever ranks and scores, gate, signals")
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="stable JSON output (see README)")
     ] = False,
@@ -86,31 +106,87 @@ def search(
         date_from=_date(since, "since"),
         date_to=_date(until, "until"),
     )
-    with open_store() as store:
-        result = sparse_search(store, text, filters, k=k)
+    if mode not in MODES:
+        raise InputError(f"--mode is {mode!r}, expected one of {', '.join(MODES)}")
+    options = SearchOptions(
+        k=k,
+        mode=cast(Mode, mode),
+        dense_weight=dense_weight,
+        recency_half_life_days=recency_half_life,
+    )
+    with open_kb() as kb:
+        result = kb.search(text, filters, options)
     if as_json:
-        print_json(result_json(result))
+        print_json(result_json(result, explain=explain))
         return
     render_result(result)
+    if explain:
+        render_explain(result)
 
 
 def render_result(result: SearchResult) -> None:
     if not result.candidates:
         console.print("no matching postmortems (nothing shared enough words with the query)")
         return
-    console.print(f"[dim]{result.mode} search, {len(result.candidates)} results[/]")
+    d = result.details
+    verdict = "[bold red]NO PRECEDENT (novel)[/]" if d.get("novel") else "precedent found"
+    console.print(
+        f"[dim]{result.mode} search, {len(result.candidates)} results[/] — {verdict}, confidence "
+        f"{d.get('confidence', 0):.2f} ({d.get('confidence_label', '?')})"
+    )
     for rank, c in enumerate(result.candidates, 1):
         when = c.date.isoformat() if c.date else "undated"
-        stale = f" [yellow](superseded by {c.superseded_by or '?'})[/]" if c.status != "current" else ""
+        stale = (
+            f" [yellow](superseded by {c.superseded_by or '?'})[/]" if c.status != "current" else ""
+        )
         console.print(
-            f"[bold]{rank}. {c.doc_id}[/]  {c.score:7.3f}  [cyan]{c.type or '-'}[/]  {when}  "
-            f"{c.title}{stale}",
+            f"[bold]{rank}. {c.doc_id}[/]  {c.score:.4f}  [cyan]{c.type or '-'}[/]  {when}  "
+            f"[dim]({c.matched_by})[/] {c.title}{stale}",
             soft_wrap=True,
         )
         snippet = " ".join(c.snippet.split())
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
         console.print(f"     [dim]{c.section_key}:[/] {snippet[:200]}", soft_wrap=False)
+
+
+def render_explain(result: SearchResult) -> None:
+    d = result.details
+    gate = d.get("gate", {})
+    console.print(
+        f"\n[bold]gate[/]: dense trusted = {gate.get('dense_trusted')}; {gate.get('reason')}"
+    )
+    console.print(f"[bold]weights[/]: {d.get('weights')}  rrf k = {d.get('rrf_k')}")
+    console.print(
+        f"[bold]confidence[/]: {d.get('confidence')} from {d.get('signals')} "
+        f"(model: {d.get('confidence_model_key')}: {d.get('confidence_model')})"
+    )
+    table = Table(title="per-retriever ranks and scores")
+    for col in (
+        "#",
+        "id",
+        "sparse rank",
+        "sparse score",
+        "dense rank",
+        "dense score",
+        "fused",
+        "recency x",
+    ):
+        table.add_column(col, justify="right")
+    for rank, c in enumerate(result.candidates, 1):
+        s, de = c.retrievers.get("sparse"), c.retrievers.get("dense")
+        table.add_row(
+            str(rank),
+            c.doc_id,
+            str(s.rank) if s else "-",
+            f"{s.score:.3f}" if s else "-",
+            str(de.rank) if de else "-",
+            f"{de.score:.3f}" if de else "-",
+            f"{c.score:.5f}",
+            str(d.get("recency", {}).get(c.doc_id, "-")),
+        )
+    console.print(table)
+    console.print(f"[dim]timings (ms): {d.get('timings')}[/]")
 
 
 def show(

@@ -14,13 +14,14 @@ from seenbefore.errors import InputError, PostmortemInvalid
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.jsonl import FieldMapping, read_jsonl
 from seenbefore.knowledge.validate import content_hash, decode, postmortem_from_markdown
-from seenbefore.storage.base import Store
-from seenbefore.types import Postmortem
+from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.types import Chunk, Postmortem
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 
 Progress = Callable[[int, int, str], None]
+Vectorize = Callable[[Postmortem, list[Chunk]], EmbeddedVectors | None]
 
 
 @dataclass
@@ -80,12 +81,14 @@ class Ingestor:
         max_file_bytes: int = 1_000_000,
         mapping: FieldMapping | None = None,
         progress: Progress | None = None,
+        vectorize: Vectorize | None = None,
     ) -> None:
         self.store = store
         self.policy = policy or ChunkingPolicy()
         self.max_file_bytes = max_file_bytes
         self.mapping = mapping
         self.progress = progress
+        self.vectorize = vectorize
 
     def ingest(self, paths: Sequence[Path], *, prune: bool = False) -> IngestReport:
         files = discover(paths)
@@ -174,7 +177,8 @@ class Ingestor:
         chunks = chunk_postmortem(
             pm, max_words=self.policy.max_words, overlap_words=self.policy.overlap_words
         )
-        outcome = self.store.upsert(pm, chunks)
+        vectors = self.vectorize(pm, chunks) if self.vectorize else None
+        outcome = self.store.upsert(pm, chunks, vectors)
         getattr(report, outcome).append(pm.id)
         if outcome != "unchanged":
             report.chunks_written += len(chunks)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from seenbefore.types import (
     Chunk,
@@ -40,10 +43,36 @@ class ChunkHit:
     score: float
 
 
+@dataclass(frozen=True)
+class EmbeddedVectors:
+    """Vectors for a document's chunks, in chunk order, and the embedder that made them."""
+
+    name: str
+    matrix: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class ChunkRows:
+    ids: npt.NDArray[np.int64]
+    doc_ids: list[str]
+    texts: list[str]
+
+
+@dataclass(frozen=True)
+class DocumentRows:
+    ids: list[str]
+    tiers: list[str]
+    current: list[bool]
+    dates: list[str | None]
+    services: list[tuple[str, ...]]
+
+
 class Store(Protocol):
     """A knowledge-base backend. ``upsert`` is the one write path for documents."""
 
-    def upsert(self, pm: Postmortem, chunks: Sequence[Chunk]) -> str:
+    def upsert(
+        self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
+    ) -> str:
         """Insert or atomically replace a document and its chunks; returns 'added' | 'updated' |
         'unchanged'."""
         ...
@@ -83,6 +112,28 @@ class Store(Protocol):
     def clear_quarantine(self, source: str) -> None: ...
 
     def stats(self, tiers: Sequence[str]) -> StoreStats: ...
+
+    def embedder_info(self) -> tuple[str, int] | None: ...
+
+    def replace_vectors(
+        self, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
+    ) -> None: ...
+
+    def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
+
+    def chunk_rows(self) -> ChunkRows: ...
+
+    def document_rows(self) -> DocumentRows: ...
+
+    def get_json(self, key: str) -> Any: ...
+
+    def set_json(self, key: str, value: Any) -> None: ...
+
+    def get_blob(self, key: str) -> bytes | None: ...
+
+    def put_blob(self, key: str, value: bytes) -> None: ...
+
+    def chunks_changed(self) -> int: ...
 
     def generation(self) -> int:
         """A counter that changes on every write; caches compare it to know they are stale."""

@@ -69,3 +69,15 @@ MIGRATIONS: list[str] = [
     );
     """,
 ]
+
+MIGRATIONS.append(
+    # 2: vectors beside their chunks (same transaction), settings and fitted models as JSON / blobs
+    """
+    CREATE TABLE vectors (
+        chunk_id INTEGER PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+        vector BLOB NOT NULL
+    );
+    CREATE TABLE blobs (key TEXT PRIMARY KEY, value BLOB NOT NULL, updated_at TEXT NOT NULL);
+    INSERT INTO meta (key, value) VALUES ('chunks_changed', '0');
+    """
+)

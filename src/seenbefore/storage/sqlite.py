@@ -15,8 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from seenbefore.errors import NotFoundError, SchemaVersionError, StoreError
-from seenbefore.storage.base import ChunkHit, StoreStats
+import numpy as np
+import numpy.typing as npt
+
+from seenbefore.errors import EmbedderMismatchError, NotFoundError, SchemaVersionError, StoreError
+from seenbefore.storage.base import ChunkHit, ChunkRows, DocumentRows, EmbeddedVectors, StoreStats
 from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
 from seenbefore.storage.sqlfilters import filter_sql
 from seenbefore.types import (
@@ -122,7 +125,13 @@ class SQLiteStore:
         rows = self._read("SELECT id, content_hash, source FROM documents")
         return {r["id"]: (r["content_hash"], r["source"]) for r in rows}
 
-    def upsert(self, pm: Postmortem, chunks: Sequence[Chunk]) -> str:
+    def upsert(
+        self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
+    ) -> str:
+        if vectors is not None and len(vectors.matrix) != len(chunks):
+            raise StoreError(
+                f"{pm.id}: {len(vectors.matrix)} vectors for {len(chunks)} chunks; embed every chunk"
+            )
         with self._write() as conn:
             old = conn.execute(
                 "SELECT content_hash, supersedes, source FROM documents WHERE id = ?", (pm.id,)
@@ -168,13 +177,21 @@ class SQLiteStore:
                 "INSERT INTO sections (doc_id, position, key, heading, text) VALUES (?, ?, ?, ?, ?)",
                 [(pm.id, s.position, s.key, s.heading, s.text) for s in pm.sections],
             )
-            for chunk in chunks:
-                self._insert_chunk(conn, chunk)
+            if vectors is not None:
+                self._claim_embedder(conn, vectors.name, vectors.matrix.shape[1])
+            for index, chunk in enumerate(chunks):
+                chunk_id = self._insert_chunk(conn, chunk)
+                if vectors is not None:
+                    conn.execute(
+                        "INSERT INTO vectors (chunk_id, vector) VALUES (?, ?)",
+                        (chunk_id, _blob(vectors.matrix[index])),
+                    )
+            _count_change(conn, len(chunks))
             affected = {pm.id, pm.supersedes, old["supersedes"] if old else None}
             _refresh_supersession(conn, [a for a in affected if a])
             return "updated" if old is not None else "added"
 
-    def _insert_chunk(self, conn: sqlite3.Connection, chunk: Chunk) -> None:
+    def _insert_chunk(self, conn: sqlite3.Connection, chunk: Chunk) -> int:
         cur = conn.execute(
             "INSERT INTO chunks (doc_id, section_key, section_heading, section_position,"
             " position, text) VALUES (?, ?, ?, ?, ?, ?)",
@@ -190,6 +207,22 @@ class SQLiteStore:
         conn.execute(
             "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, chunk.text)
         )
+        return int(cur.lastrowid or 0)
+
+    def _claim_embedder(self, conn: sqlite3.Connection, name: str, dim: int) -> None:
+        """Record the embedder on first use; refuse vectors from any other."""
+        row = conn.execute(
+            "SELECT (SELECT value FROM meta WHERE key = 'embedder_name'),"
+            " (SELECT value FROM meta WHERE key = 'embedder_dim')"
+        ).fetchone()
+        if row[0] is None:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder_name', ?)", (name,))
+            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder_dim', ?)", (str(dim),))
+        elif row[0] != name or int(row[1]) != dim:
+            raise EmbedderMismatchError(
+                f"store {self.path} holds vectors from {row[0]} (dim {row[1]}), refusing to mix "
+                f"in {name} (dim {dim}); run `seenbefore reindex` to re-embed everything"
+            )
 
     @staticmethod
     def _delete_rows(conn: sqlite3.Connection, doc_id: str) -> None:
@@ -206,7 +239,9 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"no postmortem with id '{doc_id}'")
+            n = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = ?", (doc_id,)).fetchone()
             self._delete_rows(conn, doc_id)
+            _count_change(conn, int(n[0]))
             if row["supersedes"]:
                 _refresh_supersession(conn, [row["supersedes"]])
 
@@ -269,6 +304,92 @@ class SQLiteStore:
             )
             for r in rows
         }
+
+    # -- vectors, tables for in-memory indexes, settings ----------------------------------------
+    def embedder_info(self) -> tuple[str, int] | None:
+        name = self.get_meta("embedder_name")
+        dim = self.get_meta("embedder_dim")
+        return (name, int(dim)) if name is not None and dim is not None else None
+
+    def replace_vectors(
+        self, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
+    ) -> None:
+        """Re-embed: drop every vector and write these, with the embedder's name, atomically."""
+        if len(chunk_ids) != len(matrix):
+            raise StoreError(f"{len(matrix)} vectors for {len(chunk_ids)} chunks")
+        with self._write() as conn:
+            conn.execute("DELETE FROM vectors")
+            conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+            self._claim_embedder(conn, name, int(matrix.shape[1]) if len(matrix) else 0)
+            conn.executemany(
+                "INSERT INTO vectors (chunk_id, vector) VALUES (?, ?)",
+                ((int(c), _blob(v)) for c, v in zip(chunk_ids, matrix, strict=True)),
+            )
+
+    def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(chunk ids, matrix) for every chunk that has a vector, ordered by chunk id."""
+        info = self.embedder_info()
+        rows = self._read("SELECT chunk_id, vector FROM vectors ORDER BY chunk_id")
+        dim = info[1] if info else 0
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
+        return ids, matrix.astype(np.float32, copy=False)
+
+    def chunk_rows(self) -> ChunkRows:
+        """Every chunk's id, document id and text, grouped by document (for in-memory indexes)."""
+        rows = self._read("SELECT id, doc_id, text FROM chunks ORDER BY doc_id, id")
+        return ChunkRows(
+            ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            doc_ids=[r[1] for r in rows],
+            texts=[r[2] for r in rows],
+        )
+
+    def document_rows(self) -> DocumentRows:
+        rows = self._read(
+            "SELECT id, access_tier, effective_status, date, services FROM documents ORDER BY id"
+        )
+        return DocumentRows(
+            ids=[r[0] for r in rows],
+            tiers=[r[1] for r in rows],
+            current=[r[2] == "current" for r in rows],
+            dates=[r[3] for r in rows],
+            services=[tuple(json.loads(r[4])) for r in rows],
+        )
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write(bump=False) as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET"
+                " value = excluded.value",
+                (key, value),
+            )
+
+    def get_json(self, key: str) -> Any:
+        raw = self.get_meta(key)
+        return None if raw is None else json.loads(raw)
+
+    def set_json(self, key: str, value: Any) -> None:
+        self.set_meta(key, json.dumps(value, sort_keys=True))
+
+    def get_blob(self, key: str) -> bytes | None:
+        rows = self._read("SELECT value FROM blobs WHERE key = ?", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    def put_blob(self, key: str, value: bytes) -> None:
+        with self._write(bump=False) as conn:
+            conn.execute(
+                "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (key, value, _now()),
+            )
+
+    def chunks_changed(self) -> int:
+        """Chunks written or deleted since the store was created (for LSA staleness)."""
+        return int(self.get_meta("chunks_changed") or 0)
 
     # -- search ----------------------------------------------------------------------------
     def sparse_search(
@@ -404,6 +525,16 @@ class SQLiteStore:
         self._migrate()
         with self._write():
             pass  # bump the generation: every cache is now stale
+
+
+def _blob(vector: npt.NDArray[np.float32]) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _count_change(conn: sqlite3.Connection, n: int) -> None:
+    conn.execute(
+        "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'chunks_changed'", (n,)
+    )
 
 
 def _statements(script: str) -> list[str]:

@@ -1,0 +1,322 @@
+"""SciFact (BEIR) retrieval quality of the project's retrievers, next to published figures.
+
+    .venv/bin/python benchmarks/beir.py --data ../shared/data/beir/scifact
+
+One text per document (title + " " + text, the BEIR convention). Each retriever ranks 100
+documents per query; RRF fuses those lists (k=60). The gated row's dense weight is chosen with
+``seenbefore.core.trust.choose_weight`` on the TRAIN queries (random 70/30 fit/held-out split,
+seed 0, nDCG@10) and then scored on the test queries. Metrics come from ranx. Corpus embeddings
+are cached under benchmarks/results/cache/. Prints a table and writes benchmarks/results/beir.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from seenbefore.core.fusion import RRF_K, ranked, rrf
+from seenbefore.core.trust import FusionWeights, choose_weight
+from seenbefore.retrieval.bm25 import BM25Index
+from seenbefore.retrieval.embedders import LSAEmbedder, MiniLMEmbedder
+from seenbefore.retrieval.tokenize import query_terms
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEPTH = 100  # documents each retriever contributes, and the depth of every evaluated run
+METRICS = ("ndcg@10", "recall@100")
+LSA_DIM = 128  # Settings.lsa_dim default
+SPLIT_SEED, FIT_SHARE = 0, 0.7
+BACKENDS = {
+    "sqlite": "embedded default: in-memory BM25Index and numpy brute-force dense scoring",
+}
+LANCEDB = (0.716, "LanceDB hybrid, measured by peers here (origin TF-IDF+LSA fusion: 0.436)")
+PUBLISHED: dict[str, tuple[float | None, str]] = {
+    "BM25 unstemmed": (0.665, "BEIR paper (Thakur et al. 2021), Elasticsearch BM25"),
+    "BM25 stemmed": (0.679, "Anserini/Pyserini BM25 flat"),
+    "MiniLM": (0.645, "MTEB, all-MiniLM-L6-v2"),
+    f"LSA-{LSA_DIM}": (None, "no published figure"),
+    "RRF(BM25 stemmed + MiniLM), w=0.5": LANCEDB,
+    "gated RRF (weight from train)": LANCEDB,
+}
+
+Qrels = dict[str, dict[str, int]]
+Rankings = dict[str, list[str]]  # query id -> document ids, best first
+Matrix = npt.NDArray[np.float32]
+console = Console()
+
+
+def load_data(root: Path) -> tuple[list[str], list[str], dict[str, str], Qrels, Qrels]:
+    doc_ids, texts = [], []
+    with (root / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            doc_ids.append(str(row["_id"]))
+            texts.append(f"{row.get('title') or ''} {row.get('text') or ''}".strip())
+    with (root / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = {str(r["_id"]): str(r["text"]) for r in map(json.loads, fh)}
+    return (
+        doc_ids,
+        texts,
+        queries,
+        load_qrels(root / "qrels/test.tsv"),
+        load_qrels(root / "qrels/train.tsv"),
+    )
+
+
+def load_qrels(path: Path) -> Qrels:
+    qrels: Qrels = {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = csv.reader(fh, delimiter="\t")
+        header = [cell.strip() for cell in next(rows)]
+        if header != ["query-id", "corpus-id", "score"]:
+            raise ValueError(f"{path}: header is {header}, expected query-id corpus-id score")
+        for row in rows:
+            if row:
+                qid, doc, score = (cell.strip() for cell in row)
+                qrels.setdefault(qid, {})[doc] = int(score)
+    return qrels
+
+
+def top(scores: npt.NDArray[Any], doc_ids: Sequence[str], *, positive: bool) -> list[str]:
+    """The DEPTH best rows (ties by row order); BM25 returns only rows that match a term."""
+    order = np.lexsort((np.arange(len(scores)), -scores))[:DEPTH]
+    return [doc_ids[i] for i in order if not positive or scores[i] > 0]
+
+
+def bm25_rankings(
+    index: BM25Index, queries: dict[str, str], qids: Sequence[str], doc_ids: Sequence[str]
+) -> Rankings:
+    return {
+        q: top(index.scores(query_terms(queries[q]), None), doc_ids, positive=True) for q in qids
+    }
+
+
+def dense_rankings(
+    docs: Matrix, query_vecs: Matrix, qids: Sequence[str], doc_ids: Sequence[str]
+) -> Rankings:
+    sims = query_vecs @ docs.T
+    return {q: top(sims[i], doc_ids, positive=False) for i, q in enumerate(qids)}
+
+
+@lru_cache(maxsize=1)
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def embed_cached(texts: Sequence[str], what: str, cache: Path) -> Matrix:
+    """MiniLM embeddings of ``texts``, cached as .npy keyed by model name + texts."""
+    digest = hashlib.sha256(MiniLMEmbedder.name.encode())
+    for text in texts:
+        digest.update(b"\x1e" + text.encode())
+    path = cache / f"{MiniLMEmbedder.name}-{digest.hexdigest()[:20]}.npy"
+    if path.exists():
+        console.print(f"[dim]{what}: cached embeddings {path.name}[/dim]")
+        return np.load(path).astype(np.float32)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"MiniLM {what}", total=len(texts))
+        matrix = minilm().embed(
+            texts, progress=lambda done, _: progress.update(task, completed=done)
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / ".gitignore").write_text("*\n")
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, matrix)
+    tmp.replace(path)
+    return matrix
+
+
+def fuse(sparse: Rankings, dense: Rankings, dense_weight: float, qids: Sequence[str]) -> Rankings:
+    weights = FusionWeights(dense_weight, "benchmark").as_dict()
+    return {
+        q: ranked(rrf({"sparse": sparse[q], "dense": dense[q]}, k=RRF_K, weights=weights))[:DEPTH]
+        for q in qids
+    }
+
+
+def evaluate_run(qrels: Qrels, rankings: Rankings, qids: Sequence[str]) -> dict[str, float]:
+    """ranx metrics over ``qids``; scores fall with rank so ranx sees exactly our order."""
+    from ranx import Qrels as RanxQrels
+    from ranx import Run, evaluate
+
+    run = {q: {d: float(DEPTH - i) for i, d in enumerate(rankings[q])} for q in qids}
+    run = {q: docs for q, docs in run.items() if docs}  # ranx scores a missing query as 0
+    result = evaluate(
+        RanxQrels.from_dict({q: qrels[q] for q in qids}),
+        Run.from_dict(run),
+        list(METRICS),
+        make_comparable=True,
+    )
+    return {m: float(result[m]) for m in METRICS}
+
+
+def split(qids: Sequence[str]) -> tuple[list[str], list[str]]:
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(qids))
+    cut = round(FIT_SHARE * len(qids))
+    return [qids[i] for i in order[:cut]], [qids[i] for i in order[cut:]]
+
+
+def timed(label: str, timings: dict[str, float], fn: Callable[[], Any]) -> Any:
+    clock = time.perf_counter()
+    with console.status(label):
+        out = fn()
+    timings[label] = round(time.perf_counter() - clock, 2)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/beir/scifact"))
+    parser.add_argument("--backend", default="sqlite", help=f"one of: {', '.join(BACKENDS)}")
+    parser.add_argument(
+        "--limit-queries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="first N test and first N train queries, for quick runs",
+    )
+    parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
+    parser.add_argument("--out", type=Path, default=RESULTS / "beir.json")
+    args = parser.parse_args(argv)
+    if args.backend not in BACKENDS:
+        console.print(
+            f"[red]--backend is {args.backend!r}, expected one of: "
+            f"{', '.join(BACKENDS)} (postgres arrives in a later issue)[/red]"
+        )
+        return 2
+    needed = ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv"]
+    missing = [name for name in needed if not (args.data / name).is_file()]
+    if missing:
+        console.print(
+            f"[yellow]SciFact data not found at {args.data} (missing: "
+            f"{', '.join(missing)}); pass --data DIR holding the BEIR SciFact files "
+            "(see ../shared/data/README). Skipping.[/yellow]"
+        )
+        return 2
+    if args.limit_queries is not None and args.limit_queries < 2:
+        console.print(f"[red]--limit-queries is {args.limit_queries}, expected at least 2[/red]")
+        return 2
+
+    timings: dict[str, float] = {}
+    doc_ids, texts, queries, test_qrels, train_qrels = load_data(args.data)
+    test_ids, train_ids = sorted(test_qrels, key=int), sorted(train_qrels, key=int)
+    if args.limit_queries:
+        test_ids, train_ids = test_ids[: args.limit_queries], train_ids[: args.limit_queries]
+    unknown = [q for q in test_ids + train_ids if q not in queries]
+    if unknown:
+        console.print(f"[red]qrels name queries missing from queries.jsonl: {unknown[:5]}[/red]")
+        return 2
+    all_ids = test_ids + train_ids
+    console.print(
+        f"SciFact: {len(doc_ids)} documents, {len(test_ids)} test / "
+        f"{len(train_ids)} train queries, backend {args.backend}"
+    )
+
+    runs: dict[str, Rankings] = {}
+    plain = timed("BM25 unstemmed index", timings, lambda: BM25Index.build(texts, stem=False))
+    runs["BM25 unstemmed"] = bm25_rankings(plain, queries, test_ids, doc_ids)
+    stemmed = timed("BM25 stemmed index", timings, lambda: BM25Index.build(texts, stem=True))
+    sparse = bm25_rankings(stemmed, queries, all_ids, doc_ids)
+    runs["BM25 stemmed"] = sparse
+
+    clock = time.perf_counter()
+    doc_vecs = embed_cached(texts, f"{len(texts)} documents", args.cache)
+    query_vecs = embed_cached([queries[q] for q in all_ids], f"{len(all_ids)} queries", args.cache)
+    timings["MiniLM embeddings (or cache)"] = round(time.perf_counter() - clock, 2)
+    dense = dense_rankings(doc_vecs, query_vecs, all_ids, doc_ids)
+    runs["MiniLM"] = dense
+
+    lsa = timed("LSA fit", timings, lambda: LSAEmbedder.fit(texts, dim=LSA_DIM, seed=0))
+    lsa_docs, lsa_queries = lsa.embed(texts), lsa.embed([queries[q] for q in test_ids])
+    runs[f"LSA-{LSA_DIM}"] = dense_rankings(lsa_docs, lsa_queries, test_ids, doc_ids)
+    runs["RRF(BM25 stemmed + MiniLM), w=0.5"] = fuse(sparse, dense, 0.5, test_ids)
+
+    fit_ids, held_ids = split(train_ids)
+
+    def score(weight: float, cases: Sequence[str]) -> float:
+        return evaluate_run(train_qrels, fuse(sparse, dense, weight, cases), cases)["ndcg@10"]
+
+    gate = timed(
+        "gate sweep", timings, lambda: choose_weight(fit_ids, held_ids, score, metric="nDCG@10")
+    )
+    runs["gated RRF (weight from train)"] = fuse(sparse, dense, gate.dense, test_ids)
+
+    rows = []
+    for name, rankings in runs.items():
+        metrics = evaluate_run(test_qrels, rankings, test_ids)
+        published, source = PUBLISHED[name]
+        gap = None if published is None else round(metrics["ndcg@10"] - published, 4)
+        rows.append(
+            {
+                "configuration": name,
+                **{m: round(v, 4) for m, v in metrics.items()},
+                "published_ndcg@10": published,
+                "gap": gap,
+                "source": source,
+            }
+        )
+    show(rows, gate, len(test_ids))
+    gated = rows[-1]["ndcg@10"]
+    verdict = "beats" if gated > LANCEDB[0] else "does not beat"
+    console.print(
+        f"Gated hybrid nDCG@10 {gated:.4f} {verdict} LanceDB's {LANCEDB[0]} "
+        f"({gated - LANCEDB[0]:+.4f})."
+    )
+
+    report = {
+        "dataset": "BEIR SciFact",
+        "data": str(args.data),
+        "backend": args.backend,
+        "documents": len(doc_ids),
+        "test_queries": len(test_ids),
+        "train_queries": {"fit": len(fit_ids), "held_out": len(held_ids), "seed": SPLIT_SEED},
+        "depth": DEPTH,
+        "rrf_k": RRF_K,
+        "metrics_from": "ranx",
+        "results": rows,
+        "gate": {"dense_weight": gate.dense, "source": gate.source, "evidence": gate.evidence},
+        "gated_beats_lancedb": gated > LANCEDB[0],
+        "timings_s": timings,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    console.print(f"[dim]wrote {args.out}[/dim]")
+    return 0
+
+
+def show(rows: list[dict[str, Any]], gate: FusionWeights, n_queries: int) -> None:
+    table = Table(title=f"SciFact test ({n_queries} queries)")
+    for column in ("configuration", "nDCG@10", "Recall@100", "published nDCG@10", "gap", "source"):
+        table.add_column(
+            column, justify="left" if column in ("configuration", "source") else "right"
+        )
+    for row in rows:
+        published = "-" if row["published_ndcg@10"] is None else f"{row['published_ndcg@10']:.3f}"
+        gap = "-" if row["gap"] is None else f"{row['gap']:+.4f}"
+        table.add_row(
+            row["configuration"],
+            f"{row['ndcg@10']:.4f}",
+            f"{row['recall@100']:.4f}",
+            published,
+            gap,
+            row["source"],
+        )
+    console.print(table)
+    console.print(f"Gate: dense weight {gate.dense}; {gate.source}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

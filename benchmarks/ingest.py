@@ -1,0 +1,260 @@
+"""Ingest throughput and sparse (FTS5 BM25) search latency.
+
+    .venv/bin/python benchmarks/ingest.py --scifact ../shared/data/beir/scifact
+
+Corpora: the sample knowledge base in examples/postmortems (ingested with the real Ingestor),
+and SciFact abstracts replicated to about 10k and 100k chunks (see corpora.py), each document
+parsed, chunked and upserted one transaction at a time. Searches run with the caller holding
+only ``general`` (about a third of the corpus visible) and with every tier. Prints tables and
+writes benchmarks/results/ingest.json. Figures only: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from corpora import alert_length, chunk_counts, plan, scifact_markdown, scifact_queries
+from seenbefore.knowledge.chunking import chunk_postmortem
+from seenbefore.knowledge.ingest import Ingestor
+from seenbefore.knowledge.validate import postmortem_from_markdown
+from seenbefore.retrieval.sparse import sparse_search
+from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.types import SearchFilters
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_KB = ROOT / "examples" / "postmortems"
+RESULTS = ROOT / "benchmarks" / "results" / "ingest.json"
+FILTERS = {
+    "general": SearchFilters(tiers=("general",)),
+    "all tiers": SearchFilters(tiers=("general", "restricted", "security")),
+}
+SAMPLE_REPEATS = 10
+SAMPLE_QUERIES = [
+    "payments-api db_connections_in_use at 100% of pool, p99 latency 8x baseline, error rate 12%",
+    "pods OOMKilled every few hours, container memory keeps growing after each deploy",
+    "SERVFAIL from resolvers, services cannot resolve internal hostnames, DNS timeouts",
+    "TLS handshake failures right after midnight, clients report expired certificate",
+    "HTTP 502 spikes from api-gateway, upstream connection reset by peer on idle connections",
+    "orders-db write latency p99 above 2s, disk IOPS at ceiling, burst balance 0",
+    "redis failover detected, pricing-service thread pool exhausted, requests timing out",
+    "kafka consumer lag growing on order-events, one partition stuck on poison message",
+    "webhook deliveries rejected with 401 invalid signature timestamp outside tolerance",
+    "node NotReady flapping, disk pressure on boot disk, pods evicted",
+    "login error rate 30%, auth-service CPU saturated at 100%, HPA at max replicas",
+    "HTTP 429 too many requests from api-gateway after rate limit config change",
+]
+
+console = Console()
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def percentiles(ms: list[float]) -> dict[str, float]:
+    p50, p95, p99 = np.percentile(np.asarray(ms), [50, 95, 99])
+    return {"n": len(ms), "p50_ms": float(p50), "p95_ms": float(p95), "p99_ms": float(p99)}
+
+
+def time_queries(
+    store: SQLiteStore, label: str, queries: list[str], repeats: int = 1
+) -> dict[str, dict[str, Any]]:
+    """Latency of ``sparse_search`` per filter, each query ``repeats`` times, after a warm-up."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, filters in FILTERS.items():
+        for q in queries[:5]:
+            sparse_search(store, q, filters, k=10)
+        ms: list[float] = []
+        hits = 0
+        with progress_bar() as bar:
+            task = bar.add_task(f"{label}, {name}", total=len(queries) * repeats)
+            for _ in range(repeats):
+                for q in queries:
+                    start = time.perf_counter()
+                    result = sparse_search(store, q, filters, k=10)
+                    ms.append((time.perf_counter() - start) * 1000)
+                    hits += len(result.candidates)
+                    bar.advance(task)
+        out[name] = {**percentiles(ms), "mean_results": hits / len(ms)}
+    return out
+
+
+def db_mb(path: Path) -> float:
+    files = [path, path.with_name(path.name + "-wal")]
+    return sum(f.stat().st_size for f in files if f.exists()) / 1e6
+
+
+def throughput(docs: int, chunks: int, seconds: float, path: Path) -> dict[str, Any]:
+    return {
+        "documents": docs,
+        "chunks": chunks,
+        "seconds": seconds,
+        "docs_per_s": docs / seconds,
+        "chunks_per_s": chunks / seconds,
+        "db_mb": db_mb(path),
+    }
+
+
+def bench_sample(tmp: Path) -> dict[str, Any]:
+    """Ingest examples/postmortems with the real Ingestor (3 fresh stores, median time)."""
+    runs: list[tuple[float, int, int]] = []
+    for i in range(3):
+        store = SQLiteStore(tmp / f"sample-{i}.sqlite")
+        start = time.perf_counter()
+        report = Ingestor(store).ingest([SAMPLE_KB])
+        runs.append((time.perf_counter() - start, len(report.added), report.chunks_written))
+        if report.quarantined:
+            console.print(f"[yellow]sample KB: {len(report.quarantined)} quarantined")
+        store.close()
+    seconds, docs, chunks = sorted(runs)[1]
+    store = SQLiteStore(tmp / "sample-0.sqlite")
+    result = {
+        "ingest": throughput(docs, chunks, seconds, tmp / "sample-0.sqlite"),
+        "search": {
+            "alert": time_queries(store, "sample KB", SAMPLE_QUERIES, repeats=SAMPLE_REPEATS)
+        },
+    }
+    store.close()
+    return result
+
+
+def ingest_scifact(path: Path, items: Iterable[tuple[str, str]], total: int) -> dict[str, Any]:
+    """Parse, chunk and upsert each document; only those steps are timed."""
+    store = SQLiteStore(path)
+    docs = chunks = 0
+    seconds = 0.0
+    with progress_bar() as bar:
+        task = bar.add_task(f"ingest {path.stem}", total=total)
+        for source, text in items:
+            start = time.perf_counter()
+            pm = postmortem_from_markdown(source, text)
+            pieces = chunk_postmortem(pm)
+            store.upsert(pm, pieces)
+            seconds += time.perf_counter() - start
+            docs += 1
+            chunks += len(pieces)
+            bar.advance(task)
+    store.close()
+    return throughput(docs, chunks, seconds, path)
+
+
+def bench_scifact(
+    tmp: Path, scifact: Path, target: int, counts: list[int], queries: dict[str, list[str]]
+) -> dict[str, Any]:
+    copies, n_docs = plan(counts, target)
+    path = tmp / f"scifact-{target}.sqlite"
+    ingest = ingest_scifact(path, scifact_markdown(scifact, copies, limit=n_docs), n_docs)
+    store = SQLiteStore(path)
+    label = f"scifact {target // 1000}k"
+    search = {kind: time_queries(store, f"{label} {kind}", qs) for kind, qs in queries.items()}
+    store.close()
+    return {"copies": copies, "ingest": ingest, "search": search}
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "nproc": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def tables(results: dict[str, Any]) -> tuple[Table, Table]:
+    ingest = Table(title="Ingest throughput")
+    search = Table(title="Sparse search latency (k=10)")
+    for col in ("corpus", "documents", "chunks", "seconds", "docs/s", "chunks/s", "DB MB"):
+        ingest.add_column(col, justify="left" if col == "corpus" else "right")
+    for col in ("corpus", "queries", "visible", "n", "p50 ms", "p95 ms", "p99 ms", "results"):
+        search.add_column(col, justify="right" if col[0] in "np" else "left")
+    for name, r in results["corpora"].items():
+        i = r["ingest"]
+        ingest.add_row(
+            name,
+            f"{i['documents']:,}",
+            f"{i['chunks']:,}",
+            f"{i['seconds']:.2f}",
+            f"{i['docs_per_s']:,.0f}",
+            f"{i['chunks_per_s']:,.0f}",
+            f"{i['db_mb']:.1f}",
+        )
+        for kind, by_filter in r["search"].items():
+            for visible, s in by_filter.items():
+                search.add_row(
+                    name,
+                    kind,
+                    visible,
+                    str(s["n"]),
+                    f"{s['p50_ms']:.2f}",
+                    f"{s['p95_ms']:.2f}",
+                    f"{s['p99_ms']:.2f}",
+                    f"{s['mean_results']:.1f}",
+                )
+    return ingest, search
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/beir/scifact")
+    parser.add_argument(
+        "--sizes", default="10000,100000", help="target chunk counts, comma-separated"
+    )
+    parser.add_argument("--queries", type=int, default=300, help="cap on SciFact queries")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    results: dict[str, Any] = {"machine": machine(), "corpora": {}}
+    with tempfile.TemporaryDirectory(prefix="seenbefore-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        console.rule("sample KB: examples/postmortems")
+        results["corpora"]["sample KB"] = bench_sample(tmp)
+        if not (args.scifact / "corpus.jsonl").is_file():
+            console.print(
+                f"[yellow]SciFact not found at {args.scifact}: the shared data is absent, so the "
+                "SciFact corpora are skipped. Pass --scifact PATH to the BEIR scifact directory."
+            )
+        else:
+            short = scifact_queries(args.scifact)[: args.queries]
+            queries = {"scifact": short, "alert (30 words)": alert_length(short)}
+            counts = chunk_counts(args.scifact)
+            console.rule(f"SciFact: {len(counts)} docs, {sum(counts)} chunks per copy")
+            for target in sizes:
+                console.rule(f"SciFact corpus of ~{target:,} chunks")
+                name = f"scifact {target // 1000}k"
+                results["corpora"][name] = bench_scifact(tmp, args.scifact, target, counts, queries)
+    ingest, search = tables(results)
+    console.print(ingest, search)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    m = results["machine"]
+    console.print(
+        f"nproc {m['nproc']}, Python {m['python']}, SQLite {m['sqlite']}; wrote "
+        f"{RESULTS.relative_to(ROOT)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""Calibrated confidence and novelty from retrieval signals. Pure: standard library only.
+
+``confidence`` estimates the probability that the top result is a true precedent. It is a
+logistic model over signals that each point the same way (more of a signal never means less
+confidence: weights are fitted non-negative), so it is monotonic in every signal. ``novel`` is
+``confidence < threshold``: nothing in the knowledge base is a credible match.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SIGNALS: tuple[str, ...] = (
+    "sparse_coverage",  # share of the query's IDF mass found in the top hit's best chunk
+    "sparse_margin",  # (s1 - s2) / s1 of BM25 scores
+    "dense_cosine",  # cosine of the top hit's best chunk (0 when dense is off)
+    "dense_margin",  # c1 - c2 of cosines
+    "agreement",  # 1 if sparse and dense agree on the top document, else 0
+)
+
+
+@dataclass(frozen=True)
+class ConfidenceModel:
+    """A fitted logistic model: p = sigmoid(bias + sum(w_i * x_i)), all w_i >= 0."""
+
+    weights: Mapping[str, float]
+    bias: float
+    threshold: float = 0.5
+    source: str = ""
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        negative = {k: v for k, v in self.weights.items() if v < 0}
+        if negative:
+            raise ValueError(f"confidence weights must be >= 0 (monotonic); got {negative}")
+        unknown = set(self.weights) - set(SIGNALS)
+        if unknown:
+            raise ValueError(f"unknown confidence signals {sorted(unknown)}; known: {SIGNALS}")
+
+    def predict(self, signals: Mapping[str, float]) -> float:
+        z = self.bias + sum(w * float(signals.get(name, 0.0)) for name, w in self.weights.items())
+        return _sigmoid(z)
+
+    def is_novel(self, confidence: float) -> bool:
+        return confidence < self.threshold
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "weights": dict(self.weights),
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "source": self.source,
+            "metrics": dict(self.metrics),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConfidenceModel:
+        return cls(
+            weights={str(k): float(v) for k, v in data["weights"].items()},
+            bias=float(data["bias"]),
+            threshold=float(data.get("threshold", 0.5)),
+            source=str(data.get("source", "")),
+            metrics=dict(data.get("metrics", {})),
+        )
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def label(confidence: float) -> str:
+    """A word for a probability, for people."""
+    if confidence >= 0.75:
+        return "high"
+    if confidence >= 0.5:
+        return "medium"
+    if confidence >= 0.25:
+        return "low"
+    return "very low"
+
+
+def expected_calibration_error(
+    probabilities: Sequence[float], outcomes: Sequence[int], bins: int = 10
+) -> float:
+    """ECE with equal-width bins: sum over bins of |accuracy - mean confidence| * share."""
+    if len(probabilities) != len(outcomes):
+        raise ValueError("probabilities and outcomes differ in length")
+    if not probabilities:
+        return 0.0
+    total = len(probabilities)
+    error = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        idx = [i for i, p in enumerate(probabilities) if lo <= p < hi or (b == bins - 1 and p == 1)]
+        if idx:
+            mean_p = sum(probabilities[i] for i in idx) / len(idx)
+            acc = sum(outcomes[i] for i in idx) / len(idx)
+            error += abs(acc - mean_p) * len(idx) / total
+    return error
+
+
+def brier(probabilities: Sequence[float], outcomes: Sequence[int]) -> float:
+    if not probabilities:
+        return 0.0
+    return sum((p - o) ** 2 for p, o in zip(probabilities, outcomes, strict=True)) / len(outcomes)
+
+
+def auroc(scores: Sequence[float], labels: Sequence[int]) -> float:
+    """Area under the ROC curve (Mann-Whitney U; ties count half). NaN without both classes."""
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    if not pos or not neg:
+        return float("nan")
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))

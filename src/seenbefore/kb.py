@@ -1,0 +1,300 @@
+"""The knowledge base: one store, one retriever, one place that decides which embedder is active
+and whether dense retrieval is trusted. The CLI and the service are thin doors onto this."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seenbefore.config import Settings
+from seenbefore.core.confidence import ConfidenceModel
+from seenbefore.core.trust import FusionWeights, GateDecision, decide
+from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
+from seenbefore.knowledge.jsonl import FieldMapping
+from seenbefore.retrieval.corpus import CorpusIndex
+from seenbefore.retrieval.embedders import (
+    LSA_PREFIX,
+    MINILM_NAME,
+    Embedder,
+    LSAEmbedder,
+    Matrix,
+    load_neural_embedder,
+    neural_failure,
+)
+from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
+
+log = logging.getLogger(__name__)
+
+EmbedProgress = Callable[[int, int], None]
+
+
+@cache
+def shipped_defaults() -> dict[str, Any]:
+    """Fusion weights and confidence models fitted by benchmarks/fit_defaults.py on named data."""
+    text = resources.files("seenbefore.retrieval").joinpath("defaults.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def embedder_family(name: str | None) -> str:
+    return "lsa" if name and name.startswith(LSA_PREFIX) else (name or "none")
+
+
+class KnowledgeBase:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: SQLiteStore | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store or SQLiteStore(settings.db_path)
+        self._explicit = embedder
+        self._embedder: Embedder | None = embedder
+        self._embedder_loaded = embedder is not None
+        self._index: CorpusIndex | None = None
+        self.fallback_reason: str | None = None
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- embedders ------------------------------------------------------------------------
+    def embedder(self) -> Embedder | None:
+        """The embedder matching the store's vectors (or the configured one for a new store)."""
+        if self._embedder_loaded:
+            return self._embedder
+        self._embedder_loaded = True
+        recorded = self.store.embedder_info()
+        name = recorded[0] if recorded else None
+        if name and name.startswith(LSA_PREFIX):
+            self._embedder = self._lsa()
+        elif name == MINILM_NAME or (name is None and self.settings.embedder in ("auto", "minilm")):
+            self._embedder = load_neural_embedder()
+            if self._embedder is None:
+                self.fallback_reason = f"neural embedder unavailable ({neural_failure()})"
+                if name is None and self.settings.embedder == "auto":
+                    self._embedder = self._lsa()
+        elif name is None and self.settings.embedder == "lsa":
+            self._embedder = self._lsa()
+        return self._embedder
+
+    def _lsa(self) -> LSAEmbedder | None:
+        blob = self.store.get_blob("lsa_model")
+        return LSAEmbedder.from_bytes(blob) if blob else None
+
+    def _vectorize(self, pm: Postmortem, chunks: list[Chunk]) -> EmbeddedVectors | None:
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        return EmbeddedVectors(embedder.name, embedder.embed([c.text for c in chunks]))
+
+    def dense_family(self) -> str:
+        recorded = self.store.embedder_info()
+        if recorded:
+            return embedder_family(recorded[0])
+        if self._explicit is not None:
+            return embedder_family(self._explicit.name)
+        return "none"
+
+    # -- writing --------------------------------------------------------------------------
+    def ingestor(
+        self, *, mapping: FieldMapping | None = None, progress: Progress | None = None
+    ) -> Ingestor:
+        return Ingestor(
+            self.store,
+            policy=ChunkingPolicy(self.settings.chunk_words, self.settings.chunk_overlap_words),
+            max_file_bytes=self.settings.max_file_bytes,
+            mapping=mapping,
+            progress=progress,
+            vectorize=self._vectorize if self.settings.embedder != "none" else None,
+        )
+
+    def ingest(
+        self,
+        paths: Sequence[Path],
+        *,
+        prune: bool = False,
+        mapping: FieldMapping | None = None,
+        progress: Progress | None = None,
+        embed_progress: EmbedProgress | None = None,
+    ) -> IngestReport:
+        report = self.ingestor(mapping=mapping, progress=progress).ingest(paths, prune=prune)
+        self.maybe_refit_lsa(embed_progress)
+        return report
+
+    def lsa_staleness(self) -> float | None:
+        """Chunks changed since the LSA fit, as a fraction of the chunks it was fitted on."""
+        fit = self.store.get_json("lsa_fit")
+        if not fit:
+            return None
+        changed = self.store.chunks_changed() - int(fit["chunks_changed"])
+        return changed / max(1, int(fit["chunks"]))
+
+    def maybe_refit_lsa(self, progress: EmbedProgress | None = None) -> bool:
+        """Fit LSA when it is the active family and missing or staler than the set fraction."""
+        wants_lsa = (
+            self.settings.embedder == "lsa"
+            or (
+                self.settings.embedder == "auto"
+                and self._explicit is None
+                and self.store.embedder_info() is None
+                and self.embedder() is None
+            )
+            or self.dense_family() == "lsa"
+        )
+        if not wants_lsa or self.settings.embedder == "none" or self._explicit is not None:
+            return False
+        staleness = self.lsa_staleness()
+        if staleness is not None and staleness <= self.settings.lsa_refit_fraction:
+            return False
+        self.reindex(progress)
+        return True
+
+    def reindex(self, progress: EmbedProgress | None = None) -> dict[str, Any]:
+        """Re-embed every chunk with the active embedder (refitting LSA when LSA is active)."""
+        rows = self.store.chunk_rows()
+        family = self.dense_family()
+        use_lsa = self.settings.embedder == "lsa" or family == "lsa"
+        embedder: Embedder | None
+        if use_lsa and self._explicit is None:
+            if len(rows.texts) < 2:
+                return {"embedder": None, "chunks": len(rows.texts)}
+            embedder = LSAEmbedder.fit(rows.texts, dim=self.settings.lsa_dim)
+        else:
+            self._embedder_loaded = False
+            embedder = self._explicit or load_neural_embedder()
+            if embedder is None:
+                self.fallback_reason = f"neural embedder unavailable ({neural_failure()})"
+                embedder = LSAEmbedder.fit(rows.texts, dim=self.settings.lsa_dim)
+        matrix = _embed_all(embedder, rows.texts, progress)
+        if isinstance(embedder, LSAEmbedder):
+            self.store.put_blob("lsa_model", embedder.to_bytes())
+            self.store.set_json(
+                "lsa_fit",
+                {
+                    "chunks": len(rows.texts),
+                    "chunks_changed": self.store.chunks_changed(),
+                    "documents": len(set(rows.doc_ids)),
+                },
+            )
+        self.store.replace_vectors(embedder.name, rows.ids.tolist(), matrix)
+        self._embedder, self._embedder_loaded, self._index = embedder, True, None
+        return {"embedder": embedder.name, "chunks": len(rows.texts)}
+
+    # -- reading --------------------------------------------------------------------------
+    def index(self) -> CorpusIndex:
+        generation = self.store.generation()
+        if self._index is None or self._index.generation != generation:
+            bm25_path = (
+                None
+                if str(self.store.path) == ":memory:"
+                else self.store.path.with_name(self.store.path.name + ".bm25.npz")
+            )
+            self._index = CorpusIndex.build(
+                self.store, stem=self.settings.stem, bm25_path=bm25_path
+            )
+        return self._index
+
+    def gate(self) -> GateDecision:
+        family = self.dense_family()
+        measured = (self.store.get_json("fusion_weights") or {}).get(family)
+        default = shipped_defaults()["fusion"].get(family)
+        recorded = self.store.embedder_info()
+        if family == "none" or default is None:
+            return GateDecision(
+                False,
+                FusionWeights(0.0, "no dense vectors in the store"),
+                "no dense vectors: run `seenbefore reindex`",
+            )
+        fit = self.store.get_json("lsa_fit") or {}
+        documents = int(fit.get("documents", len(self.index().doc_ids)))
+        return decide(
+            embedder_name=recorded[0] if recorded else family,
+            is_lsa=family == "lsa",
+            corpus_documents=documents,
+            measured=_weights(measured) if measured else None,
+            default=_weights(default),
+        )
+
+    def confidence_model(self, key: str) -> ConfidenceModel | None:
+        fitted = (self.store.get_json("confidence_models") or {}).get(key)
+        data = fitted or shipped_defaults()["confidence"].get(key)
+        return ConfidenceModel.from_dict(data) if data else None
+
+    def search(
+        self, text: str, filters: SearchFilters, options: SearchOptions | None = None
+    ) -> SearchResult:
+        options = options or SearchOptions()
+        gate = self.gate()
+        index = self.index()
+        weight = (
+            options.dense_weight
+            if options.dense_weight is not None
+            else (gate.weights.dense if gate.dense_trusted else 0.0)
+        )
+        family = self.dense_family()
+        key = {"sparse": "sparse", "dense": f"dense:{family}"}.get(
+            options.mode, f"hybrid:{family}" if weight > 0 else "sparse"
+        )
+        retriever = HybridRetriever(
+            self.store,
+            index,
+            gate=gate,
+            confidence=self.confidence_model(key),
+            embedder=self.embedder,
+        )
+        result = retriever.search(text, filters, options)
+        result.details["confidence_model_key"] = key
+        return result
+
+    def status(self) -> dict[str, Any]:
+        gate = self.gate()
+        recorded = self.store.embedder_info()
+        index = self.index()
+        with_vectors = int(index.has_vector.sum()) if index.has_vector is not None else 0
+        return {
+            "active_dense_embedder_name": recorded[0] if recorded else None,
+            "dense_trusted": gate.dense_trusted,
+            "weights": gate.weights.as_dict(),
+            "weights_source": gate.weights.source,
+            "gate_reason": gate.reason,
+            "fallback_reason": self.fallback_reason,
+            "chunks_with_vectors": with_vectors,
+            "chunks_without_vectors": len(index.chunk_ids) - with_vectors,
+            "lsa_staleness": self.lsa_staleness(),
+            "lsa_refit_fraction": self.settings.lsa_refit_fraction,
+        }
+
+
+def _weights(data: dict[str, Any]) -> FusionWeights:
+    return FusionWeights(
+        float(data["dense"]), str(data.get("source", "")), dict(data.get("evidence", {}))
+    )
+
+
+def _embed_all(
+    embedder: Embedder, texts: list[str], progress: EmbedProgress | None, batch: int = 256
+) -> Matrix:
+    parts = []
+    for start in range(0, len(texts), batch):
+        parts.append(embedder.embed(texts[start : start + batch]))
+        if progress:
+            progress(min(start + batch, len(texts)), len(texts))
+    return np.vstack(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)

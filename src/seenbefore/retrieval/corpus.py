@@ -1,0 +1,191 @@
+"""In-memory view of the store for fast filtered search, rebuilt when the store's generation moves.
+
+Chunks are grouped by document, so per-document best scores are one ``np.maximum.reduceat``;
+filters are document-level boolean masks, applied before any scoring.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from seenbefore.retrieval.bm25 import BM25Index
+from seenbefore.storage.base import Store
+from seenbefore.types import SearchFilters
+
+log = logging.getLogger(__name__)
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float32]
+
+
+@dataclass
+class CorpusIndex:
+    generation: int
+    doc_ids: list[str]
+    tiers: npt.NDArray[np.str_]
+    current: BoolArray
+    dates: npt.NDArray[np.int64]  # proleptic ordinal, -1 when undated
+    services: dict[str, BoolArray]
+    chunk_ids: npt.NDArray[np.int64]
+    chunk_doc: npt.NDArray[np.int64]  # document position of each chunk (grouped)
+    doc_starts: npt.NDArray[np.int64]  # first chunk position of each document
+    bm25: BM25Index
+    dense: FloatArray | None = None  # rows aligned with chunk_ids (zeros where missing)
+    has_vector: BoolArray | None = None
+    dense_name: str | None = None
+    _dense_cache: dict[tuple[object, ...], tuple[npt.NDArray[np.int64], FloatArray]] = field(
+        default_factory=dict
+    )
+
+    @property
+    def position(self) -> dict[str, int]:
+        if not hasattr(self, "_position"):
+            self._position = {d: i for i, d in enumerate(self.doc_ids)}
+        return self._position
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_ids)
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def build(cls, store: Store, *, stem: bool, bm25_path: Path | None) -> CorpusIndex:
+        started = time.perf_counter()
+        generation = store.generation()
+        docs = store.document_rows()
+        chunks = store.chunk_rows()
+        position = {d: i for i, d in enumerate(docs.ids)}
+        chunk_doc = np.fromiter(
+            (position[d] for d in chunks.doc_ids), dtype=np.int64, count=len(chunks.doc_ids)
+        )
+        starts = np.searchsorted(chunk_doc, np.arange(len(docs.ids)))
+        loaded = BM25Index.load(bm25_path) if bm25_path and bm25_path.exists() else None
+        if (
+            loaded is not None
+            and loaded[1] == generation
+            and loaded[0].stem == stem
+            and loaded[0].n_rows == len(chunks.ids)
+        ):
+            bm25 = loaded[0]
+        else:
+            bm25 = BM25Index.build(chunks.texts, stem=stem)
+            if bm25_path is not None:
+                bm25.save(bm25_path, generation)
+        services: dict[str, BoolArray] = {}
+        for i, names in enumerate(docs.services):
+            for name in names:
+                services.setdefault(name, np.zeros(len(docs.ids), dtype=bool))[i] = True
+        index = cls(
+            generation=generation,
+            doc_ids=docs.ids,
+            tiers=np.asarray(docs.tiers, dtype=np.str_),
+            current=np.asarray(docs.current, dtype=bool),
+            dates=np.asarray(
+                [dt.date.fromisoformat(d).toordinal() if d else -1 for d in docs.dates],
+                dtype=np.int64,
+            ),
+            services=services,
+            chunk_ids=chunks.ids,
+            chunk_doc=chunk_doc,
+            doc_starts=starts.astype(np.int64),
+            bm25=bm25,
+        )
+        index._load_vectors(store)
+        log.info(
+            "built corpus index: %d docs, %d chunks in %.2fs",
+            index.n_docs,
+            len(chunks.ids),
+            time.perf_counter() - started,
+        )
+        return index
+
+    def _load_vectors(self, store: Store) -> None:
+        info = store.embedder_info()
+        if info is None:
+            return
+        ids, matrix = store.vectors()
+        if not len(ids):
+            return
+        rows = np.searchsorted(np.sort(self.chunk_ids), ids)
+        order = np.argsort(self.chunk_ids)
+        positions = order[rows]
+        dense = np.zeros((len(self.chunk_ids), matrix.shape[1]), dtype=np.float32)
+        dense[positions] = matrix
+        has = np.zeros(len(self.chunk_ids), dtype=bool)
+        has[positions] = True
+        self.dense, self.has_vector, self.dense_name = dense, has, info[0]
+
+    # -- filters ------------------------------------------------------------------------
+    def doc_mask(self, filters: SearchFilters) -> BoolArray:
+        mask = (
+            np.isin(self.tiers, np.asarray(filters.tiers, dtype=np.str_))
+            if filters.tiers
+            else np.zeros(self.n_docs, dtype=bool)
+        )
+        if not filters.include_superseded:
+            mask &= self.current
+        if filters.services:
+            any_service = np.zeros(self.n_docs, dtype=bool)
+            for name in filters.services:
+                if name in self.services:
+                    any_service |= self.services[name]
+            mask &= any_service
+        if filters.date_from is not None:
+            mask &= self.dates >= filters.date_from.toordinal()
+        if filters.date_to is not None:
+            mask &= (self.dates >= 0) & (self.dates <= filters.date_to.toordinal())
+        if filters.exclude_ids:
+            excluded = set(filters.exclude_ids)
+            mask &= np.fromiter(
+                (d not in excluded for d in self.doc_ids), dtype=bool, count=self.n_docs
+            )
+        return mask
+
+    def chunk_mask(self, doc_mask: BoolArray) -> BoolArray:
+        return doc_mask[self.chunk_doc]
+
+    # -- scoring ------------------------------------------------------------------------
+    def best_per_doc(self, chunk_scores: FloatArray, empty: float) -> FloatArray:
+        if not len(chunk_scores):
+            return np.zeros(0, dtype=np.float32)
+        best = np.maximum.reduceat(chunk_scores, self.doc_starts)
+        return np.where(self.doc_starts < len(chunk_scores), best, empty).astype(np.float32)
+
+    def best_chunk(self, doc: int, chunk_scores: FloatArray) -> int:
+        start = int(self.doc_starts[doc])
+        end = int(self.doc_starts[doc + 1]) if doc + 1 < self.n_docs else len(chunk_scores)
+        return start + int(np.argmax(chunk_scores[start:end]))
+
+    def dense_scores(
+        self, query: FloatArray, filters: SearchFilters, doc_mask: BoolArray
+    ) -> FloatArray:
+        """Cosine per chunk over rows that pass the filters (gathered first, so filtered-out rows
+        are never scored); -inf elsewhere and for chunks without a vector."""
+        if self.dense is None or self.has_vector is None:
+            raise ValueError("no vectors in the store; run `seenbefore reindex`")
+        key = (
+            filters.tiers,
+            filters.include_superseded,
+            filters.services,
+            filters.date_from,
+            filters.date_to,
+            filters.exclude_ids,
+        )
+        cached = self._dense_cache.get(key)
+        if cached is None:
+            rows = np.flatnonzero(self.chunk_mask(doc_mask) & self.has_vector)
+            cached = (rows, np.ascontiguousarray(self.dense[rows]))
+            if len(self._dense_cache) > 16:
+                self._dense_cache.clear()
+            self._dense_cache[key] = cached
+        rows, sub = cached
+        out = np.full(len(self.chunk_ids), -np.inf, dtype=np.float32)
+        out[rows] = sub @ query.astype(np.float32)
+        return out

@@ -1,0 +1,261 @@
+"""Hybrid search: BM25 and dense rankings fused with weighted RRF, gated by measured trust, with
+calibrated confidence and novelty. Every stage is timed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from seenbefore.core.confidence import ConfidenceModel, label
+from seenbefore.core.fusion import RRF_K, ranked, rrf
+from seenbefore.core.trust import GateDecision
+from seenbefore.errors import InputError
+from seenbefore.retrieval.corpus import BoolArray, CorpusIndex, FloatArray
+from seenbefore.retrieval.embedders import Embedder
+from seenbefore.retrieval.sparse import rank_superseded_last
+from seenbefore.retrieval.tokenize import query_terms
+from seenbefore.storage.base import Store
+from seenbefore.types import Candidate, MatchedBy, RetrieverHit, SearchFilters, SearchResult
+
+Mode = Literal["sparse", "dense", "hybrid"]
+MODES: tuple[str, ...] = ("sparse", "dense", "hybrid")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    k: int = 5
+    mode: Mode = "hybrid"
+    dense_weight: float | None = None  # per-request override of the gate's weight
+    rrf_k: int = RRF_K
+    depth: int = 100  # how many documents each retriever contributes to fusion
+    recency_half_life_days: float | None = None
+    today: dt.date | None = None
+
+
+@dataclass
+class _Ranked:
+    order: list[int]  # document positions, best first
+    scores: dict[int, float]
+    chunk_scores: FloatArray
+
+
+class HybridRetriever:
+    def __init__(
+        self,
+        store: Store,
+        index: CorpusIndex,
+        *,
+        gate: GateDecision,
+        confidence: ConfidenceModel | None,
+        embedder: Callable[[], Embedder | None],
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.gate = gate
+        self.confidence = confidence
+        self._embedder = embedder
+
+    def search(self, text: str, filters: SearchFilters, options: SearchOptions) -> SearchResult:
+        if options.k < 1:
+            raise InputError(f"k is {options.k}, expected at least 1")
+        if options.mode not in MODES:
+            raise InputError(f"mode is {options.mode!r}, expected one of {', '.join(MODES)}")
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+        terms = query_terms(text)
+        doc_mask = self.index.doc_mask(filters)
+        timings["filter_ms"] = _ms(clock)
+
+        dense_weight = self._dense_weight(options)
+        use_sparse = options.mode in ("sparse", "hybrid")
+        use_dense = options.mode == "dense" or (options.mode == "hybrid" and dense_weight > 0)
+        sparse = dense = None
+        if use_sparse:
+            clock = time.perf_counter()
+            chunk_mask = self.index.chunk_mask(doc_mask)
+            scores = self.index.bm25.scores(terms, chunk_mask)
+            sparse = self._rank(scores, doc_mask, options.depth, floor=0.0)
+            timings["sparse_ms"] = _ms(clock)
+        if use_dense:
+            embedder = self._embedder()
+            if embedder is None or self.index.dense is None:
+                raise InputError(
+                    "dense search is unavailable: no embedder or no vectors; run "
+                    "`seenbefore reindex` (see `seenbefore stats`)"
+                )
+            clock = time.perf_counter()
+            query_vector = embedder.embed([text])[0]
+            timings["embed_ms"] = _ms(clock)
+            clock = time.perf_counter()
+            scores = self.index.dense_scores(query_vector, filters, doc_mask)
+            dense = self._rank(scores, doc_mask, options.depth, floor=-np.inf)
+            timings["dense_ms"] = _ms(clock)
+
+        clock = time.perf_counter()
+        rankings: dict[str, list[str]] = {}
+        if sparse is not None:
+            rankings["sparse"] = [self.index.doc_ids[d] for d in sparse.order]
+        if dense is not None:
+            rankings["dense"] = [self.index.doc_ids[d] for d in dense.order]
+        weights = {"sparse": 1.0 - dense_weight, "dense": dense_weight}
+        if options.mode != "hybrid":
+            weights = {options.mode: 1.0}
+        fused = rrf(rankings, k=options.rrf_k, weights=weights)
+        boosts = self._recency(fused, options)
+        final = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
+        top = ranked(final)[: max(options.k * 3, options.k)]
+        timings["fuse_ms"] = _ms(clock)
+
+        clock = time.perf_counter()
+        signals = self._signals(terms, sparse, dense, top)
+        confidence = self.confidence.predict(signals) if self.confidence and top else 0.0
+        novel = (not top) or (self.confidence is not None and self.confidence.is_novel(confidence))
+        timings["confidence_ms"] = _ms(clock)
+
+        candidates = self._candidates(top, sparse, dense, final)
+        candidates = rank_superseded_last(candidates)[: options.k]
+        details: dict[str, Any] = {
+            "terms": terms,
+            "weights": weights,
+            "rrf_k": options.rrf_k,
+            "gate": {
+                "dense_trusted": self.gate.dense_trusted,
+                "reason": self.gate.reason,
+                "weights_source": self.gate.weights.source,
+                "evidence": dict(self.gate.evidence),
+            },
+            "confidence": round(confidence, 4),
+            "confidence_label": label(confidence),
+            "novel": novel,
+            "signals": {k: round(v, 4) for k, v in signals.items()},
+            "confidence_model": self.confidence.source if self.confidence else None,
+            "recency": {d: round(b, 4) for d, b in boosts.items() if d in top[: options.k]},
+            "timings": {k: round(v, 3) for k, v in timings.items()},
+            "dense_embedder": self.index.dense_name if use_dense else None,
+        }
+        return SearchResult(
+            query=text, mode=options.mode, candidates=tuple(candidates), details=details
+        )
+
+    # -- pieces ---------------------------------------------------------------------------
+    def _dense_weight(self, options: SearchOptions) -> float:
+        if options.dense_weight is not None:
+            if not 0.0 <= options.dense_weight <= 1.0:
+                raise InputError(f"dense weight is {options.dense_weight}, expected 0..1")
+            return options.dense_weight
+        return self.gate.weights.dense if self.gate.dense_trusted else 0.0
+
+    def _rank(
+        self,
+        chunk_scores: FloatArray,
+        doc_mask: BoolArray,
+        depth: int,
+        floor: float,
+    ) -> _Ranked:
+        per_doc = self.index.best_per_doc(chunk_scores, floor)
+        eligible = np.flatnonzero(doc_mask & (per_doc > floor))
+        if len(eligible) > depth:
+            part = np.argpartition(-per_doc[eligible], depth - 1)[:depth]
+            eligible = eligible[part]
+        order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d]))
+        return _Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores)
+
+    def _recency(self, fused: dict[str, float], options: SearchOptions) -> dict[str, float]:
+        half_life = options.recency_half_life_days
+        if not half_life:
+            return {}
+        if half_life <= 0:
+            raise InputError(f"recency half-life is {half_life} days, expected > 0")
+        today = (options.today or dt.date.today()).toordinal()
+        position = self.index.position
+        boosts = {}
+        for doc in fused:
+            date = int(self.index.dates[position[doc]])
+            age = max(0, today - date) if date >= 0 else None
+            boosts[doc] = 1.0 + (0.5 ** (age / half_life) if age is not None else 0.0)
+        return boosts
+
+    def _signals(
+        self, terms: list[str], sparse: _Ranked | None, dense: _Ranked | None, top: list[str]
+    ) -> dict[str, float]:
+        signals = dict.fromkeys(
+            ("sparse_coverage", "sparse_margin", "dense_cosine", "dense_margin", "agreement"), 0.0
+        )
+        if not top:
+            return signals
+        doc = self.index.position[top[0]]
+        if sparse is not None and sparse.order:
+            if doc in sparse.scores:
+                row = self.index.best_chunk(doc, sparse.chunk_scores)
+                signals["sparse_coverage"] = self.index.bm25.coverage(terms, row)
+            s = [sparse.scores[d] for d in sparse.order[:2]]
+            signals["sparse_margin"] = (s[0] - s[1]) / s[0] if len(s) > 1 and s[0] > 0 else 1.0
+        if dense is not None and dense.order:
+            c = [dense.scores[d] for d in dense.order[:2]]
+            signals["dense_cosine"] = max(0.0, dense.scores.get(doc, 0.0))
+            signals["dense_margin"] = max(0.0, c[0] - c[1]) if len(c) > 1 else 0.0
+        if sparse is not None and dense is not None and sparse.order and dense.order:
+            signals["agreement"] = float(sparse.order[0] == dense.order[0])
+        return signals
+
+    def _candidates(
+        self, top: list[str], sparse: _Ranked | None, dense: _Ranked | None, final: dict[str, float]
+    ) -> list[Candidate]:
+        metas = self.store.documents_meta(top)
+        position = self.index.position
+        chosen: dict[str, int] = {}
+        hits: dict[str, dict[str, RetrieverHit]] = {}
+        for doc in top:
+            pos = position[doc]
+            hits[doc] = {}
+            for name, ranking in (("sparse", sparse), ("dense", dense)):
+                if ranking is not None and pos in ranking.scores:
+                    rank = ranking.order.index(pos) + 1
+                    hits[doc][name] = RetrieverHit(rank, ranking.scores[pos])
+            source = sparse if "sparse" in hits[doc] else dense
+            if source is not None and hits[doc]:
+                chosen[doc] = int(
+                    self.index.chunk_ids[self.index.best_chunk(pos, source.chunk_scores)]
+                )
+        chunks = self.store.chunks_by_id(list(chosen.values()))
+        out = []
+        for doc in top:
+            if doc not in metas or doc not in chosen:
+                continue
+            stored = metas[doc]
+            pm = stored.postmortem
+            chunk = chunks[chosen[doc]]
+            found = set(hits[doc])
+            matched: MatchedBy = (
+                "both"
+                if found == {"sparse", "dense"}
+                else ("dense" if found == {"dense"} else "sparse")
+            )
+            out.append(
+                Candidate(
+                    doc_id=doc,
+                    title=pm.title,
+                    date=pm.date,
+                    type=pm.type,
+                    status=stored.effective_status,
+                    access_tier=pm.access_tier,
+                    services=pm.services,
+                    score=final[doc],
+                    snippet=chunk.text,
+                    section_key=chunk.section_key,
+                    chunk_id=chosen[doc],
+                    matched_by=matched,
+                    retrievers=hits[doc],
+                    superseded_by=stored.superseded_by,
+                )
+            )
+        return out
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0

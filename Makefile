@@ -11,8 +11,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# torch==2.13.0 (CPU, on this machine's disk) must come before sentence-transformers,
+# or pip resolves a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[neural,eval,dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(
             f"[yellow]SciFact data not found at {args.data} (missing: "
             f"{', '.join(missing)}); pass --data DIR holding the BEIR SciFact files "
-            "(see ../shared/data/README). Skipping.[/yellow]"
+            "(see ../shared/data/README.md). Skipping.[/yellow]"
         )
         return 2
     if args.limit_queries is not None and args.limit_queries < 2:

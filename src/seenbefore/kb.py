@@ -217,12 +217,19 @@ class KnowledgeBase:
         measured = (self.store.get_json("fusion_weights") or {}).get(family)
         default = shipped_defaults()["fusion"].get(family)
         recorded = self.store.embedder_info()
-        if family == "none" or default is None:
+        if family == "none":
             return GateDecision(
                 False,
                 FusionWeights(0.0, "no dense vectors in the store"),
                 "no dense vectors: run `seenbefore reindex`",
             )
+        fallback = (
+            _weights(default)
+            if default
+            else FusionWeights(
+                0.0, f"no measured weights for {family}; run `seenbefore calibrate CASES`"
+            )
+        )
         fit = self.store.get_json("lsa_fit") or {}
         documents = int(fit.get("documents", len(self.index().doc_ids)))
         return decide(
@@ -230,7 +237,7 @@ class KnowledgeBase:
             is_lsa=family == "lsa",
             corpus_documents=documents,
             measured=_weights(measured) if measured else None,
-            default=_weights(default),
+            default=fallback,
         )
 
     def confidence_model(self, key: str) -> ConfidenceModel | None:

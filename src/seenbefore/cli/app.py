@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from seenbefore.cli import admin, ingest, search
+from seenbefore.cli import admin, evaluate, ingest, search
 from seenbefore.cli.common import err_console
 from seenbefore.errors import SeenbeforeError
 
@@ -39,6 +39,7 @@ app.command()(admin.delete)
 app.command()(admin.stats)
 app.command()(admin.backup)
 app.command()(admin.restore)
+app.command()(evaluate.calibrate)
 
 
 def main() -> None:

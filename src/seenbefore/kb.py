@@ -65,6 +65,8 @@ class KnowledgeBase:
         self._embedder_loaded = embedder is not None
         self._index: CorpusIndex | None = None
         self.fallback_reason: str | None = None
+        # embeds queries when set (e.g. the uncached model behind a document-embedding cache)
+        self.query_embedder: Embedder | None = None
 
     def close(self) -> None:
         self.store.close()
@@ -265,7 +267,7 @@ class KnowledgeBase:
             index,
             gate=gate,
             confidence=self.confidence_model(key),
-            embedder=self.embedder,
+            embedder=(lambda: self.query_embedder) if self.query_embedder else self.embedder,
         )
         result = retriever.search(text, filters, options)
         result.details["confidence_model_key"] = key

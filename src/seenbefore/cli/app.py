@@ -40,6 +40,7 @@ app.command()(admin.stats)
 app.command()(admin.backup)
 app.command()(admin.restore)
 app.command()(evaluate.calibrate)
+app.command("eval")(evaluate.eval_command)
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 from rich.markdown import Markdown
@@ -12,7 +12,7 @@ from rich.table import Table
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
 from seenbefore.errors import InputError
-from seenbefore.retrieval.hybrid import MODES, Mode, SearchOptions
+from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.types import Candidate, SearchFilters, SearchResult
 
 TierOption = Annotated[
@@ -110,7 +110,7 @@ def search(
         raise InputError(f"--mode is {mode!r}, expected one of {', '.join(MODES)}")
     options = SearchOptions(
         k=k,
-        mode=cast(Mode, mode),
+        mode=mode,
         dense_weight=dense_weight,
         recency_half_life_days=recency_half_life,
     )

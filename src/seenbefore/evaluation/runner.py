@@ -46,7 +46,7 @@ def run_case(
     k: int = 10,
 ) -> CaseRun:
     filters = SearchFilters(tiers=tuple(tiers), exclude_ids=case.exclude)
-    options = SearchOptions(k=k, mode=mode, dense_weight=dense_weight, depth=depth)  # type: ignore[arg-type]
+    options = SearchOptions(k=k, mode=mode, dense_weight=dense_weight, depth=depth)
     started = time.perf_counter()
     result = kb.search(case.query, filters, options)
     latency = (time.perf_counter() - started) * 1000

@@ -29,7 +29,7 @@ MODES: tuple[str, ...] = ("sparse", "dense", "hybrid")
 @dataclass(frozen=True)
 class SearchOptions:
     k: int = 5
-    mode: Mode = "hybrid"
+    mode: str = "hybrid"  # one of MODES, checked by search()
     dense_weight: float | None = None  # per-request override of the gate's weight
     rrf_k: int = RRF_K
     depth: int = 100  # how many documents each retriever contributes to fusion

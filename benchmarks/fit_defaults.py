@@ -7,8 +7,9 @@ Data (nothing hand-set):
   * graphrca_incidents.jsonl (../shared/data/postmortems): query = the incident's postmortem text
     without its root-cause lines, relevant = other incidents of the same category; the categories
     HELD_OUT are kept out of the index, so their incidents are no-precedent cases.
-Each data set is split 50/50 (seeded, stratified by novelty); weights and models are fitted on the
-fit halves together and reported on each held-out half.
+The dense weight is chosen by 5-fold cross-validation over both data sets. Each data set is split
+50/50 (seeded, stratified by novelty); confidence models are fitted on the fit halves together and
+reported on each held-out half.
 
     python benchmarks/fit_defaults.py --shared ../shared/data
 """
@@ -26,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seenbefore.config import Settings
-from seenbefore.core.trust import choose_weight
+from seenbefore.core.trust import choose_weight_cv
 from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence, mean_rr
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.external import category_cases
@@ -34,6 +35,8 @@ from seenbefore.evaluation.runner import CaseRun, run_case
 from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.jsonl import FieldMapping
+from seenbefore.retrieval.cache import CachingEmbedder
+from seenbefore.retrieval.embedders import load_neural_embedder, neural_failure
 
 REPO = Path(__file__).resolve().parents[1]
 HELD_OUT = ("Security", "Memory", "Cloud", "CI-CD", "Configuration")
@@ -41,8 +44,18 @@ ALL_TIERS = ("general", "restricted", "security")
 console = Console()
 
 
-def build(home: Path, embedder: str, paths: list[Path], mapping: str | None) -> KnowledgeBase:
-    kb = KnowledgeBase(Settings(home=home, embedder=embedder))  # type: ignore[arg-type]
+def build(
+    home: Path, embedder: str, paths: list[Path], mapping: str | None, cache: Path
+) -> KnowledgeBase:
+    explicit = None
+    if embedder == "minilm":
+        neural = load_neural_embedder()
+        if neural is None:
+            raise SystemExit(f"MiniLM unavailable: {neural_failure()}")
+        explicit = CachingEmbedder(neural, cache)
+    kb = KnowledgeBase(Settings(home=home, embedder=embedder), embedder=explicit)  # type: ignore[arg-type]
+    if explicit is not None:
+        kb.query_embedder = explicit.inner
     kb.ingest(paths, mapping=FieldMapping.parse(mapping) if mapping else None)
     if kb.store.embedder_info() is None:
         kb.reindex()
@@ -62,6 +75,9 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=REPO / "src/seenbefore/retrieval/defaults.json")
     parser.add_argument("--families", default="minilm,lsa")
+    parser.add_argument(
+        "--cache", type=Path, default=REPO / "benchmarks/results/cache/embeddings.sqlite"
+    )
     args = parser.parse_args()
     graphrca = args.shared / "postmortems" / "graphrca_incidents.jsonl"
     if not graphrca.exists():
@@ -87,7 +103,7 @@ def main() -> int:
                 ("graphrca", [graphrca], "graphrca"),
             ):
                 console.print(f"building {name} with {family} ...")
-                kb = build(Path(tmp) / f"{family}-{name}", family, paths, mapping)
+                kb = build(Path(tmp) / f"{family}-{name}", family, paths, mapping, args.cache)
                 cases = (
                     self_test_cases(kb.store, ALL_TIERS)
                     if name == "sample-kb"
@@ -100,19 +116,13 @@ def main() -> int:
                 n: (runs_for(kb, cases, "sparse"), runs_for(kb, cases, "dense"))
                 for n, kb, cases, _, _ in sets
             }
-            fit_pairs = [
+            pairs = [
                 (runs[n][0][c.id], runs[n][1][c.id])
-                for n, _, _, fit, _ in sets
-                for c in fit
+                for n, _, cases, _, _ in sets
+                for c in cases
                 if not c.expect_novel
             ]
-            held_pairs = [
-                (runs[n][0][c.id], runs[n][1][c.id])
-                for n, _, _, _, held in sets
-                for c in held
-                if not c.expect_novel
-            ]
-            weights = choose_weight(fit_pairs, held_pairs, lambda w, rs: mean_rr(rs, w))
+            weights = choose_weight_cv(pairs, lambda w, rs: mean_rr(rs, w))
             defaults["fusion"][name_key] = {
                 "dense": weights.dense,
                 "source": f"shipped default, {weights.source} on the sample KB self-test and graphrca",

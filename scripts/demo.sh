@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: ingest the sample knowledge base, then ask it questions
-# the way an on-call engineer would at 3 a.m.
+# The main job on the embedded default: ingest the sample knowledge base (with MiniLM vectors),
+# then ask it what an on-call engineer asks at 3 a.m. -- including one question it has no
+# precedent for, which it must say plainly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SB=".venv/bin/seenbefore"
@@ -10,13 +11,13 @@ echo "== ingesting examples/postmortems into $SEENBEFORE_HOME"
 $SB ingest examples/postmortems --prune
 $SB stats
 
-for query in \
-  "payments-api: db_connections_in_use at 100% of pool, p99 latency 8x baseline, error rate 12%" \
-  "pods OOMKilled every few hours, heap keeps growing after each deploy" \
-  "SERVFAIL from resolvers, services cannot look up internal hostnames" \
-  "TLS handshake failures from clients right after midnight, browsers show expired certificate"
-do
+ask() {
   echo
-  echo "== seenbefore search \"$query\""
-  $SB search "$query" -k 3
-done
+  echo "== seenbefore search \"$1\" ${2:-}"
+  $SB search "$1" -k 3 ${2:-}
+}
+ask "payments-api (aws/us-east-1): db_connections_in_use at 100% of pool, p99 latency 8x baseline, error rate 12%, CPU normal" --explain
+ask "pods OOMKilled every few hours, heap keeps growing after each deploy"
+ask "SERVFAIL from resolvers, services cannot look up internal hostnames"
+ask "TLS handshake failures from clients right after midnight, browsers show expired certificate"
+ask "nvidia-smi shows Xid 79 on two training nodes, GPU fell off the bus, jobs hang"

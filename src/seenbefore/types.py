@@ -139,3 +139,47 @@ class StoredDocument:
     chunk_count: int
     ingested_at: str
     updated_at: str
+
+
+Severity = Literal["SEV1", "SEV2", "SEV3", "SEV4"]
+SEVERITIES: tuple[Severity, ...] = ("SEV1", "SEV2", "SEV3", "SEV4")  # SEV1 is the worst
+
+
+@dataclass(frozen=True)
+class MetricDeviation:
+    """One metric that deviated during an anomaly: which way, how far, against what baseline."""
+
+    metric: str
+    direction: Literal["up", "down"]
+    value: float  # observed (peak) value in the window
+    baseline: float  # expected value (seasonal profile / recent history)
+    zscore: float  # deviation in robust standard deviations
+    unit: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.baseline if self.baseline else float("inf")
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """A detected anomaly: where, when, how strange, and which metrics deviated."""
+
+    id: str
+    service: str
+    cloud: str
+    region: str
+    start: dt.datetime
+    end: dt.datetime
+    score: float  # detector score in [0, 1], higher is stranger
+    deviations: tuple[MetricDeviation, ...] = ()
+    normal: tuple[str, ...] = ()  # key metrics that stayed normal (worth saying)
+    severity: Severity | None = None
+    rules: tuple[str, ...] = ()  # names of rules that fired
+    truth_kind: str | None = None  # ground truth from the simulator, when known
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable identity for dedupe: service plus the metrics that deviated and their direction."""
+        parts = sorted(f"{d.metric}:{d.direction}" for d in self.deviations)
+        return f"{self.service}|{','.join(parts)}"

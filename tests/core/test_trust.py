@@ -55,3 +55,19 @@ def test_choose_weight_keeps_dense_only_when_held_out_improves() -> None:
     assert hurts.evidence["chosen_on_fit"] == 0.6
     flat = choose_weight([1], [2], lambda w, cases: 0.5)
     assert flat.dense == 0.0 and "sparse-only was best" in flat.source
+
+
+def test_cross_validated_choice_reports_held_out_folds() -> None:
+    from seenbefore.core.trust import choose_weight_cv
+
+    # every case prefers weight 0.3: kept, with per-fold evidence
+    helps = choose_weight_cv(list(range(10)), lambda w, cases: -abs(w - 0.3) * len(cases), folds=5)
+    assert helps.dense == 0.3 and helps.evidence["chosen_per_fold"] == [0.3] * 5
+    assert "5-fold held-out" in helps.source
+
+    # half the cases prefer 0.8, half prefer sparse-only: no held-out gain, so weight 0
+    def split_taste(w: float, cases: list[int]) -> float:
+        return sum(-abs(w - (0.8 if c % 2 else 0.0)) for c in cases) / len(cases)
+
+    hurts = choose_weight_cv(list(range(10)), split_taste, folds=5)
+    assert hurts.dense == 0.0 and "does not help" in hurts.source

@@ -116,7 +116,8 @@ def choose_weight(
     why = (
         "sparse-only was best on the fit split"
         if best == 0
-        else f"held-out {metric} {held_best:.3f} did not beat sparse-only {held_sparse:.3f}"
+        else f"held-out {metric} {held_best:.3f} did not beat sparse-only {held_sparse:.3f} "
+        f"by more than {min_gain}"
     )
     return FusionWeights(
         0.0,
@@ -124,3 +125,57 @@ def choose_weight(
         "held-out cases)",
         evidence,
     )
+
+
+def choose_weight_cv(
+    cases: Sequence[Any],
+    score: Scorer,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    grid: Sequence[float] = WEIGHT_GRID,
+    min_gain: float = MIN_GAIN,
+    metric: str = "MRR",
+) -> FusionWeights:
+    """Cross-validated choice: in each fold the weight is chosen on the other folds and scored on
+    the held-out fold, against sparse-only on the same fold. Dense is kept only when the mean
+    held-out gain exceeds ``min_gain``; the weight kept is then the best on all cases."""
+    import random
+
+    if len(cases) < folds:
+        raise ValueError(f"choose_weight_cv needs at least {folds} cases, got {len(cases)}")
+    order = list(range(len(cases)))
+    random.Random(seed).shuffle(order)
+    parts = [[cases[i] for i in order[f::folds]] for f in range(folds)]
+    chosen, gains, held_at, held_sparse = [], [], [], []
+    for f in range(folds):
+        fit = [c for g, part in enumerate(parts) if g != f for c in part]
+        sweep = {w: score(w, fit) for w in grid}
+        best = max(sweep, key=lambda w: (sweep[w], -w))
+        at, sparse = score(best, parts[f]), score(0.0, parts[f])
+        chosen.append(best)
+        held_at.append(at)
+        held_sparse.append(sparse)
+        gains.append(at - sparse)
+    overall = {w: score(w, list(cases)) for w in grid}
+    best_all = max(overall, key=lambda w: (overall[w], -w))
+    mean_gain = sum(gains) / folds
+    mean_at, mean_sparse = sum(held_at) / folds, sum(held_sparse) / folds
+    evidence = {
+        "metric": metric,
+        "cases": len(cases),
+        "folds": folds,
+        "seed": seed,
+        "chosen_per_fold": chosen,
+        "held_out_gain_per_fold": [round(g, 4) for g in gains],
+        "held_out_at_chosen": round(mean_at, 4),
+        "held_out_sparse_only": round(mean_sparse, 4),
+        "sweep_all_cases": {str(w): round(v, 4) for w, v in overall.items()},
+    }
+    summary = (
+        f"{folds}-fold held-out {metric} {mean_at:.3f} vs sparse-only {mean_sparse:.3f} "
+        f"on {len(cases)} cases"
+    )
+    if best_all > 0 and mean_gain > min_gain:
+        return FusionWeights(best_all, f"measured: dense weight {best_all}; {summary}", evidence)
+    return FusionWeights(0.0, f"measured: dense does not help ({summary})", evidence)

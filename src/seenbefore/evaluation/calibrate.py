@@ -19,7 +19,7 @@ from seenbefore.core.confidence import (
     brier,
     expected_calibration_error,
 )
-from seenbefore.core.trust import FusionWeights, choose_weight
+from seenbefore.core.trust import FusionWeights, choose_weight_cv
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
 from seenbefore.kb import KnowledgeBase
@@ -139,10 +139,10 @@ def calibrate(
     if has_dense:
         dense = {c.id: run_case(kb, c, "dense", tiers=tiers) for c in cases}
         pairs = {c.id: (sparse[c.id], dense[c.id]) for c in cases}
-        weights = choose_weight(
-            [pairs[c.id] for c in fit if not c.expect_novel],
-            [pairs[c.id] for c in held if not c.expect_novel],
+        weights = choose_weight_cv(
+            [pairs[c.id] for c in cases if not c.expect_novel],
             lambda w, rs: mean_rr(rs, w),
+            seed=seed,
         )
         weights = FusionWeights(weights.dense, f"{weights.source} ({label})", weights.evidence)
         report["weights"] = {

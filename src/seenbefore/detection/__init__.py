@@ -1,0 +1,1 @@
+"""Detection: telemetry, the detector, anomaly signatures, rules and triage, NAB."""

@@ -1,0 +1,51 @@
+"""Render an anomaly as the short text an on-call engineer would write, used as the query.
+
+payments-api (aws/us-east-1): db_connections_in_use at 100% of pool (100/100),
+p99_latency 8x baseline (2400 ms), error_rate 12% (baseline 0.4%), cpu_utilization normal
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from seenbefore.types import Anomaly, MetricDeviation
+
+PERCENT_METRICS = {
+    "cpu_utilization",
+    "memory_utilization",
+    "disk_io_wait",
+    "error_rate",
+    "gpu_utilization",
+}
+KEY_METRICS = ("cpu_utilization", "memory_utilization", "error_rate", "p99_latency")
+
+
+def _num(value: float) -> str:
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.0f}"
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def describe(d: MetricDeviation, capacity: Mapping[str, float] | None = None) -> str:
+    cap = (capacity or {}).get(d.metric)
+    if cap and d.direction == "up":
+        return f"{d.metric} at {100 * d.value / cap:.0f}% of pool ({_num(d.value)}/{_num(cap)})"
+    if d.metric in PERCENT_METRICS:
+        return f"{d.metric} {_num(d.value)}% (baseline {_num(d.baseline)}%)"
+    if d.direction == "down":
+        drop = 100 * (1 - d.value / d.baseline) if d.baseline else 100.0
+        return f"{d.metric} down {drop:.0f}% ({_num(d.value)}{d.unit and ' ' + d.unit})"
+    ratio = d.ratio
+    head = f"{ratio:.0f}x baseline" if ratio >= 2 else f"up {100 * (ratio - 1):.0f}%"
+    return f"{d.metric} {head} ({_num(d.value)}{d.unit and ' ' + d.unit})"
+
+
+def render_signature(anomaly: Anomaly, capacity: Mapping[str, float] | None = None) -> str:
+    """``service (cloud/region): deviations..., key metrics that stayed normal``."""
+    ordered = sorted(anomaly.deviations, key=lambda d: -abs(d.zscore))
+    parts = [describe(d, capacity) for d in ordered[:6]]
+    parts += [f"{m} normal" for m in anomaly.normal]
+    where = f"{anomaly.service} ({anomaly.cloud}/{anomaly.region})"
+    return f"{where}: {', '.join(parts) or 'anomalous behaviour'}"

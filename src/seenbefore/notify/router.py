@@ -1,0 +1,314 @@
+"""Route notifications to channels by severity, retry with backoff, and keep what fails.
+
+``Router.dispatch`` sends one notification to every channel its severity routes to. Each
+channel is tried up to ``RetryPolicy.attempts`` times with exponential backoff and jitter (the
+sleep is injectable). A delivery that still fails goes to the ``Outbox`` with its attempts and
+last error; ``Router.retry_pending`` sends those later. Nothing here raises into the caller:
+detection must not crash because Slack is down, and no anomaly is dropped.
+
+If a channel already has an undelivered message for the same anomaly fingerprint, a new one
+for it is queued behind that message instead of being sent, so a ``resolve`` cannot overtake
+the ``trigger`` it closes.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Self
+
+from seenbefore.errors import ConfigError
+from seenbefore.notify.base import (
+    DeliveryResult,
+    EventAction,
+    Notification,
+    Notifier,
+    SupportsClose,
+)
+from seenbefore.notify.outbox import Outbox
+from seenbefore.notify.redact import redact
+from seenbefore.types import SEVERITIES, Anomaly, Severity
+
+log = logging.getLogger(__name__)
+
+UNRATED = "unrated"  # route key for anomalies triage has not given a severity
+ROUTE_KEYS: tuple[str, ...] = (*SEVERITIES, UNRATED)
+DEFAULT_ROUTES: dict[str, tuple[str, ...]] = {
+    "SEV1": ("pagerduty", "slack"),
+    "SEV2": ("slack",),
+    "SEV3": ("slack",),
+    "SEV4": (),
+    UNRATED: ("slack",),
+}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries: exponential backoff capped at ``max_delay``, part of it random.
+
+    The wait before retry ``n`` (1-based) is ``cap = min(max_delay, base_delay * multiplier **
+    (n - 1))`` scaled into ``[cap * (1 - jitter), cap]``; a Retry-After from the receiver raises
+    it (never above ``max_delay``). ``jitter=0`` is plain exponential backoff, ``1`` full jitter.
+    """
+
+    attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    multiplier: float = 2.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 1 <= self.attempts <= 20:
+            problems.append(f"attempts is {self.attempts!r}, expected 1..20")
+        if not 0 <= self.base_delay <= self.max_delay:
+            problems.append(
+                f"base_delay {self.base_delay!r} and max_delay {self.max_delay!r}: "
+                "expected 0 <= base_delay <= max_delay"
+            )
+        if not self.multiplier >= 1:
+            problems.append(f"multiplier is {self.multiplier!r}, expected >= 1")
+        if not 0 <= self.jitter <= 1:
+            problems.append(f"jitter is {self.jitter!r}, expected 0..1")
+        if problems:
+            raise ConfigError("notify retry policy: " + "; ".join(problems))
+
+    def delay(self, retry: int, rand: float, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry``; ``rand`` is uniform in [0, 1)."""
+        cap = min(self.max_delay, self.base_delay * self.multiplier ** (retry - 1))
+        wait = cap * (1 - self.jitter + self.jitter * rand)
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_delay))
+        return wait
+
+
+@dataclass(frozen=True)
+class RetryReport:
+    """What one ``retry_pending`` pass did with the outbox."""
+
+    delivered: int = 0
+    pending: int = 0  # tried again and failed, still pending
+    dead: int = 0  # failed for good this time
+    skipped: int = 0  # not tried: channel not configured, or it already failed in this pass
+
+
+def check_routes(
+    routes: Mapping[str, Sequence[str]], channels: Iterable[str]
+) -> dict[str, tuple[str, ...]]:
+    """Validated routes: keys are severities or ``unrated``, values name configured channels."""
+    known = set(channels)
+    checked: dict[str, tuple[str, ...]] = {}
+    for key, names in routes.items():
+        if key not in ROUTE_KEYS:
+            raise ConfigError(
+                f"notify routes: key {key!r} is not a severity; expected one of {ROUTE_KEYS}"
+            )
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise ConfigError(
+                f"notify routes.{key} is {names!r}; expected a list of channel names "
+                f'such as ["pagerduty", "slack"]'
+            )
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise ConfigError(
+                f"notify routes.{key} names {missing}, which {'is' if len(missing) == 1 else 'are'}"
+                f" not configured (configured: {sorted(known)}); configure the channel or "
+                "remove it from the route"
+            )
+        checked[key] = tuple(dict.fromkeys(names))
+    return checked
+
+
+class Router:
+    """Sends each notification to the channels its severity routes to."""
+
+    def __init__(
+        self,
+        notifiers: Mapping[str, Notifier],
+        *,
+        outbox: Outbox,
+        routes: Mapping[str, Sequence[str]] | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.notifiers = dict(notifiers)
+        if routes is None:  # the defaults, limited to the channels that are configured
+            routes = {k: [n for n in v if n in self.notifiers] for k, v in DEFAULT_ROUTES.items()}
+        self.routes = check_routes(routes, self.notifiers)
+        self.outbox = outbox
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    def channels_for(self, severity: Severity | None) -> tuple[str, ...]:
+        return self.routes.get(severity or UNRATED, ())
+
+    def notify(
+        self,
+        anomaly: Anomaly,
+        summary: str,
+        *,
+        action: EventAction = "trigger",
+        thread_ts: str | None = None,
+    ) -> dict[str, DeliveryResult]:
+        """Build a notification for ``anomaly`` (``summary`` is its signature text) and dispatch."""
+        return self.dispatch(Notification(anomaly, summary, action=action, thread_ts=thread_ts))
+
+    def dispatch(self, message: Notification) -> dict[str, DeliveryResult]:
+        """Deliver ``message`` to each routed channel; failures go to the outbox. Never raises."""
+        results: dict[str, DeliveryResult] = {}
+        for channel in self.channels_for(message.anomaly.severity):
+            try:
+                results[channel] = self._dispatch_one(channel, message)
+            except Exception as exc:  # last guard: detection must not crash on a notifier bug
+                error = redact(f"{type(exc).__name__}: {exc}")
+                log.error(  # the anomaly goes into the log so it is not lost
+                    "notify %s: unexpected %s; the anomaly: %r", channel, error, message.anomaly
+                )
+                results[channel] = DeliveryResult.failure(error, retryable=True)
+        return results
+
+    def _dispatch_one(self, channel: str, message: Notification) -> DeliveryResult:
+        try:
+            waiting = self.outbox.count_pending(channel, message.anomaly.fingerprint)
+        except (sqlite3.Error, OSError) as exc:
+            log.error("notify outbox %s unreadable (%s); sending anyway", self.outbox.path, exc)
+            waiting = 0
+        if waiting:
+            result = DeliveryResult.failure(
+                f"queued behind {waiting} undelivered message(s) for the same anomaly",
+                retryable=True,
+            )
+            result = replace(result, attempts=0)
+        else:
+            result = self._deliver(channel, message, self.retry.attempts)
+        if not result.ok:
+            self._keep(channel, message, result)
+        return result
+
+    def _deliver(self, channel: str, message: Notification, attempts: int) -> DeliveryResult:
+        notifier = self.notifiers[channel]
+        anomaly_id = message.anomaly.id
+        result = DeliveryResult.failure("not attempted", retryable=True)
+        for attempt in range(1, attempts + 1):
+            try:
+                result = notifier.send(message)
+            except Exception as exc:  # a notifier must not raise; treat it as a failed try
+                result = DeliveryResult.failure(f"{type(exc).__name__}: {exc}", retryable=True)
+            result = replace(
+                result, attempts=attempt, error=redact(result.error), body=redact(result.body)
+            )
+            if result.ok:
+                if attempt > 1:
+                    log.info(
+                        "notify %s: anomaly %s delivered on attempt %d",
+                        channel,
+                        anomaly_id,
+                        attempt,
+                    )
+                return result
+            if not result.retryable or attempt == attempts:
+                break
+            wait = self.retry.delay(attempt, self._rng.random(), result.retry_after)
+            log.warning(
+                "notify %s: anomaly %s attempt %d/%d failed (%s); retrying in %.2fs",
+                channel,
+                anomaly_id,
+                attempt,
+                attempts,
+                result.error,
+                wait,
+            )
+            self._sleep(wait)
+        log.warning(
+            "notify %s: anomaly %s not delivered after %d attempt(s): %s",
+            channel,
+            anomaly_id,
+            result.attempts,
+            result.error,
+        )
+        return result
+
+    def _keep(self, channel: str, message: Notification, result: DeliveryResult) -> None:
+        try:
+            entry_id = self.outbox.add(channel, message, result)
+        except (sqlite3.Error, OSError) as exc:
+            # The last place the notification exists: log it whole (it holds no secrets).
+            log.error(
+                "notify %s: could not keep anomaly %s in outbox %s (%s); the notification: %s",
+                channel,
+                message.anomaly.id,
+                self.outbox.path,
+                exc,
+                message.to_json(),
+            )
+            return
+        state = "pending" if result.retryable else "dead (needs a person)"
+        log.warning(
+            "notify %s: anomaly %s kept in outbox as #%d, %s",
+            channel,
+            message.anomaly.id,
+            entry_id,
+            state,
+        )
+
+    def retry_pending(self, *, limit: int | None = None, attempts: int = 1) -> RetryReport:
+        """Send pending outbox entries again, oldest first; ``attempts`` tries each. Never raises.
+
+        After a retryable failure on a channel the rest of that channel's entries wait for the
+        next pass: the receiver is likely still down, and order per anomaly is kept.
+        """
+        try:
+            entries = self.outbox.pending(limit=limit)
+        except (sqlite3.Error, OSError) as exc:
+            log.error("notify outbox %s unreadable: %s", self.outbox.path, exc)
+            return RetryReport()
+        attempts = max(1, attempts)
+        counts = {"delivered": 0, "pending": 0, "dead": 0, "skipped": 0}
+        down: set[str] = set()
+        for entry in entries:
+            try:
+                if entry.channel not in self.notifiers:
+                    self.outbox.note(
+                        entry.id,
+                        f"channel {entry.channel!r} is not configured now; configure it to send "
+                        "this entry",
+                    )
+                    counts["skipped"] += 1
+                    continue
+                if entry.channel in down:
+                    counts["skipped"] += 1
+                    continue
+                result = self._deliver(entry.channel, entry.message, attempts)
+                self.outbox.record(entry.id, result)
+            except Exception as exc:  # keep going: one bad entry must not stop the others
+                log.error(
+                    "notify outbox entry %d: %s", entry.id, redact(f"{type(exc).__name__}: {exc}")
+                )
+                counts["skipped"] += 1
+                continue
+            if result.ok:
+                counts["delivered"] += 1
+            elif result.retryable:
+                counts["pending"] += 1
+                down.add(entry.channel)
+            else:
+                counts["dead"] += 1
+        return RetryReport(**counts)
+
+    def close(self) -> None:
+        """Close the notifiers that hold connections."""
+        for notifier in self.notifiers.values():
+            if isinstance(notifier, SupportsClose):
+                notifier.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -176,6 +176,7 @@ class Anomaly:
     normal: tuple[str, ...] = ()  # key metrics that stayed normal (worth saying)
     severity: Severity | None = None
     rules: tuple[str, ...] = ()  # names of rules that fired
+    rules_severity: tuple[str, ...] = ()  # the severities those rules carry
     truth_kind: str | None = None  # ground truth from the simulator, when known
 
     @property

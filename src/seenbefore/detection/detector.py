@@ -94,7 +94,11 @@ class WindowIsolationForest:
         self.level_median_ = np.median(arr, axis=0)
         mad = np.median(np.abs(arr - self.level_median_), axis=0)
         self.level_scale_ = np.maximum(1.4826 * mad, 0.01 * np.abs(self.level_median_) + 1e-6)
+        # the first `window` points have little history behind their features: leave them out
+        # of what "normal" looks like when there is enough data after them
         features = self._with_level(arr)
+        if len(arr) >= 2 * self.window:
+            features = features[self.window :]
         self.forest_ = IsolationForest(
             n_estimators=self.n_estimators,
             max_samples=self.max_samples,
@@ -119,14 +123,20 @@ class WindowIsolationForest:
         return self._with_level(arr)
 
     def _with_level(self, arr: Array) -> Array:
-        """Window features, each metric's level against the training period (the learned normal,
-        which catches slow drifts such as leaks that a rolling window follows), and the largest
-        absolute rolling and level z-scores across metrics."""
-        features, zs, _ = window_features(arr, window=self.window, lag=self.lag, season=self.season)
+        """Per metric, the strongest of its window features (rolling z, rate of change, seasonal
+        residual) and its level against the training period (the learned normal, which catches
+        slow drifts such as leaks that a rolling window follows); then the largest value and the
+        number of metrics beyond 3 across metrics. Compact on purpose: an Isolation Forest over
+        many weak dimensions dilutes a point that is extreme on one metric. With a single metric
+        there is nothing to dilute, and the separate features are kept."""
+        features, _, _ = window_features(arr, window=self.window, lag=self.lag, season=self.season)
         level = np.clip((arr - self.level_median_) / self.level_scale_, -50.0, 50.0)
-        # aggregates let the forest isolate a point that is extreme on any one metric
-        strongest = np.column_stack([np.abs(zs).max(axis=1), np.abs(level).max(axis=1)])
-        return np.column_stack([features, level, strongest])
+        if arr.shape[1] == 1:  # one metric: nothing to dilute, keep every feature
+            return np.column_stack([features, level])
+        per_metric = np.abs(features).reshape(len(arr), arr.shape[1], -1).max(axis=2)
+        strength = np.maximum(per_metric, np.abs(level))
+        aggregates = np.column_stack([strength.max(axis=1), (strength > 3).sum(axis=1)])
+        return np.column_stack([strength, aggregates])
 
     # -- scoring ----------------------------------------------------------------------------
     def score_samples(self, X: Any, *, start: int = 0) -> Array:
@@ -145,7 +155,8 @@ class WindowIsolationForest:
         """[0, 1], higher is stranger: a logistic of how far below the training median a point's
         forest score lies, in units of the training median-to-minimum spread; 0.5 is the
         strangest point seen in training."""
-        z = (self.train_median_ - self.score_samples(X, start=start)) / self.train_spread_
+        samples = self.score_samples(X, start=start)  # raises a clear error when not fitted
+        z = (self.train_median_ - samples) / self.train_spread_
         return np.asarray(1.0 / (1.0 + np.exp(-6.0 * (z - 1.0))), dtype=np.float64)
 
     # -- persistence without executing code: parameters + training data, refit on load ------

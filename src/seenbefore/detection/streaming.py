@@ -1,8 +1,9 @@
 """Streaming use of the detector: each point is scored with a model fitted only on the past.
 
-The model is fitted on the first ``probation`` share of the series (NAB's probationary period),
-then refitted every ``refit_every`` points on everything seen so far. Features at t read only
-points <= t, so appending future points never changes an earlier score (tested).
+The model is fitted on the first ``probation`` points (NAB passes its probationary period, 15%
+of the file, as its own detectors receive it), then refitted every ``refit_every`` points on
+everything seen so far. Features at t read only points <= t, so appending future points never
+changes an earlier score (tested).
 
 ``dampen`` (optional, causal): after a point scores s, the next ``dampen`` points are scaled by
 (1 - s) unless they are stranger: one alert per episode instead of a run of repeats.
@@ -10,8 +11,9 @@ points <= t, so appending future points never changes an earlier score (tested).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +27,7 @@ class StreamingParams:
     window: int = 288  # one day of 5-minute points
     season: int | None = 288
     lag: int = 3
-    probation: float = 0.15
+    probation: int = 500  # points of history before the first fit
     refit_every: int | None = 288
     dampen: int = 0
     n_estimators: int = 100
@@ -35,7 +37,7 @@ class StreamingParams:
 def stream_scores(values: Array, params: StreamingParams) -> Array:
     x = np.asarray(values, dtype=np.float64)
     n = len(x)
-    first_fit = max(2 * params.lag + 5, int(params.probation * n))
+    first_fit = min(n, max(2 * params.lag + 5, params.probation))
     scores = np.zeros(n)
     fit_end = first_fit
     detector = _fit(x[:fit_end], params)
@@ -73,10 +75,13 @@ def _dampen(scores: Array, horizon: int) -> Array:
     return out
 
 
-def nab_stream(params: StreamingParams) -> object:
-    """A ``ScoreStream`` for the NAB runner."""
+def nab_stream(params: StreamingParams) -> Callable[[Array, Sequence[dt.datetime]], Array]:
+    """A ``ScoreStream`` for the NAB runner: the probationary length is NAB's, from the file's
+    length, as NAB hands it to every detector."""
+    from seenbefore.detection.nab_scoring import probationary_length
 
     def score(values: Array, timestamps: Sequence[dt.datetime]) -> Array:
-        return stream_scores(values, params)
+        probation = probationary_length(len(values))
+        return stream_scores(values, dataclasses.replace(params, probation=probation))
 
     return score

@@ -6,7 +6,8 @@ Corpora: the sample knowledge base in examples/postmortems (ingested with the re
 and SciFact abstracts replicated to about 10k and 100k chunks (see corpora.py), each document
 parsed, chunked and upserted one transaction at a time. Searches run with the caller holding
 only ``general`` (about a third of the corpus visible) and with every tier. Prints tables and
-writes benchmarks/results/ingest.json. Figures only: nothing here asserts on time.
+writes benchmarks/results/ingest.json. Figures only: nothing here asserts on time; a search run
+stops after ``--budget`` seconds and the table's ``n`` column says how many queries it timed.
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ def machine() -> dict[str, Any]:
         "sqlite": sqlite3.sqlite_version,
         "numpy": np.__version__,
         "platform": platform.platform(),
+        "loadavg_1m": os.getloadavg()[0],
     }
 
 
@@ -228,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=120, help="max seconds per search run")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    results: dict[str, Any] = {"machine": machine(), "corpora": {}}
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "corpora": {},
+    }
     with tempfile.TemporaryDirectory(prefix="seenbefore-bench-") as tmpdir:
         tmp = Path(tmpdir)
         console.rule("sample KB: examples/postmortems")

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     lsa_refit_fraction: float = Field(default=0.2, gt=0, le=10)
     rrf_k: int = Field(default=60, ge=0)
     recency_half_life_days: float | None = Field(default=None, gt=0)
+    notify: dict[str, Any] = Field(
+        default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
+    )
 
     @field_validator("tiers", mode="before")
     @classmethod

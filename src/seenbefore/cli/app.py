@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from seenbefore.cli import admin, evaluate, ingest, search
+from seenbefore.cli import admin, detect, evaluate, ingest, search
 from seenbefore.cli.common import err_console
 from seenbefore.errors import SeenbeforeError
 
@@ -41,6 +41,9 @@ app.command()(admin.backup)
 app.command()(admin.restore)
 app.command()(evaluate.calibrate)
 app.command("eval")(evaluate.eval_command)
+app.command("detect")(detect.detect_command)
+app.command()(detect.watch)
+app.command()(detect.nab)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ class WindowIsolationForest:
     def __init__(
         self,
         *,
-        window: int = 60,
+        window: int = 240,
         lag: int = 3,
         season: int | None = None,
         n_estimators: int = 200,

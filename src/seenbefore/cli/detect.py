@@ -1,0 +1,306 @@
+"""`seenbefore detect`, `seenbefore watch` and `seenbefore nab`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+
+from seenbefore.cli.common import console, print_json, settings
+from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect
+from seenbefore.detection.rules import load_rules
+from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, read_prometheus, simulate
+from seenbefore.errors import InputError
+from seenbefore.types import SEVERITIES
+
+SPARK = "▁▂▃▄▅▆▇█"
+SEVERITY_STYLE = {"SEV1": "bold red", "SEV2": "red", "SEV3": "yellow", "SEV4": "dim"}
+
+
+def _telemetry(
+    scenario: list[str] | None, hours: float, seed: int, csv: Path | None, prometheus: Path | None
+) -> tuple[Telemetry, int]:
+    if csv and prometheus:
+        raise InputError("give --csv or --prometheus, not both")
+    if csv or prometheus:
+        telemetry = read_csv(csv) if csv else read_prometheus(prometheus)  # type: ignore[arg-type]
+        return telemetry, max(30, int(0.3 * len(telemetry.timestamps)))
+    names = list(SCENARIOS) if scenario in (None, []) or scenario == ["all"] else scenario
+    return simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=24.0), 24 * 60
+
+
+def _router() -> Any:
+    cfg = settings()
+    if not cfg.notify:
+        return None
+    from seenbefore.notify import build_router
+
+    return build_router(cfg.notify, outbox_path=cfg.home / "outbox.sqlite")
+
+
+def report_json(report: DetectionReport) -> dict[str, Any]:
+    precision, recall = report.precision_recall()
+    return {
+        "anomalies": [
+            {
+                "id": a.id,
+                "service": a.service,
+                "cloud": a.cloud,
+                "region": a.region,
+                "start": a.start.isoformat(),
+                "end": a.end.isoformat(),
+                "score": a.score,
+                "severity": a.severity,
+                "severity_reasons": report.triage.reasons.get(a.id, []),
+                "rules": list(a.rules),
+                "signature": report.signatures[a.id],
+                "deviations": [
+                    {
+                        "metric": d.metric,
+                        "direction": d.direction,
+                        "value": round(d.value, 4),
+                        "baseline": round(d.baseline, 4),
+                        "zscore": d.zscore,
+                    }
+                    for d in a.deviations
+                ],
+                "normal": list(a.normal),
+                "truth": report.matches.get(a.id),
+            }
+            for a in report.anomalies
+        ],
+        "duplicates": len(report.triage.duplicates),
+        "suppressed": [{"id": a.id, "reason": r} for a, r in report.triage.suppressed],
+        "truth": [
+            {
+                "kind": i.kind,
+                "service": i.service,
+                "start": i.start.isoformat(),
+                "end": i.end.isoformat(),
+                "detected": f"{i.kind}@{i.service}" in set(report.matches.values()),
+            }
+            for i in report.truth
+        ],
+        "precision": precision,
+        "recall": recall,
+    }
+
+
+def detect_command(
+    scenario: Annotated[
+        list[str] | None, typer.Option(help=f"all or any of: {', '.join(SCENARIOS)}")
+    ] = None,
+    hours: Annotated[
+        float, typer.Option(help="hours to simulate (the first 24 are training)")
+    ] = 48.0,
+    seed: Annotated[int, typer.Option()] = 0,
+    csv: Annotated[Path | None, typer.Option(help="read metrics from a CSV instead")] = None,
+    prometheus: Annotated[Path | None, typer.Option(help="read a query_range JSON instead")] = None,
+    rules: Annotated[
+        Path | None, typer.Option(help="rules YAML (default: the packaged rules)")
+    ] = None,
+    notify: Annotated[
+        bool, typer.Option(help="route anomalies by severity ([notify] config)")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
+    telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus)
+    with console.status("fitting and scoring", spinner="dots") if not as_json else _nullcontext():
+        report = detect(
+            telemetry, params=DetectionParams(train_minutes=train), rules=load_rules(rules)
+        )
+    routed = _route(report) if notify else {}
+    if as_json:
+        print_json({**report_json(report), "routed": routed})
+        return
+    console.print(
+        f"[bold]{len(report.anomalies)} anomalies[/] ({len(report.triage.duplicates)} duplicates "
+        f"merged, {len(report.triage.suppressed)} suppressed as flapping)"
+    )
+    for a in sorted(report.anomalies, key=lambda a: (a.severity or "SEV5", a.start)):
+        truth = report.matches.get(a.id) or "[red]false alarm[/]"
+        console.print(
+            f"[{SEVERITY_STYLE.get(a.severity or '', '')}]{a.severity}[/] {a.start:%m-%d %H:%M} "
+            f"score {a.score:.2f}  truth: {truth}  rules: {', '.join(a.rules) or '-'}"
+        )
+        console.print(f"     {report.signatures[a.id]}", highlight=False)
+    precision, recall = report.precision_recall()
+    if precision is not None:
+        console.print(
+            f"event-level precision {precision:.2f}, recall {recall:.2f} over "
+            f"{len(report.truth)} injected incidents"
+        )
+    if notify:
+        console.print(f"routed: {routed or 'nothing (no [notify] configuration)'}")
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _route(report: DetectionReport) -> dict[str, list[str]]:
+    router = _router()
+    if router is None:
+        return {}
+    routed: dict[str, list[str]] = {}
+    with router:
+        for a in report.anomalies:
+            results = router.notify(a, report.signatures[a.id])
+            routed[a.id] = [f"{ch}:{'ok' if r.ok else 'queued'}" for ch, r in results.items()]
+    return routed
+
+
+def _spark(values: Any) -> str:
+    lo, hi = float(min(values)), float(max(values))
+    span = (hi - lo) or 1.0
+    return "".join(SPARK[min(7, int((v - lo) / span * 7.999))] for v in values)
+
+
+def watch(
+    scenario: Annotated[list[str] | None, typer.Option(help="scenario(s) to inject")] = None,
+    speed: Annotated[float, typer.Option(help="simulated minutes per second")] = 60.0,
+    hours: Annotated[
+        float, typer.Option(help="hours to simulate (the first 24 are history)")
+    ] = 30.0,
+    seed: Annotated[int, typer.Option()] = 0,
+    notify: Annotated[bool, typer.Option(help="route anomalies as they open")] = False,
+) -> None:
+    """A live terminal view: services, key metrics, anomalies by severity, what was routed."""
+    telemetry, train = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
+    with console.status("learning the last 24 hours of telemetry"):
+        report = detect(telemetry, params=DetectionParams(train_minutes=train))
+    router = _router() if notify else None
+    routed: list[str] = []
+    opened: set[str] = set()
+    minute = train
+    step = max(1, int(speed / 4))
+    try:
+        with Live(console=console, refresh_per_second=4, transient=False) as live:
+            while minute < len(telemetry.timestamps):
+                now = telemetry.timestamps[minute]
+                for a in report.anomalies:
+                    if a.start <= now and a.id not in opened:
+                        opened.add(a.id)
+                        target = "not routed (use --notify)"
+                        if router is not None:
+                            results = router.notify(a, report.signatures[a.id])
+                            target = (
+                                ", ".join(
+                                    f"{c}:{'ok' if r.ok else 'queued'}" for c, r in results.items()
+                                )
+                                or "no route"
+                            )
+                        routed.append(f"{now:%H:%M} {a.severity} {a.service} -> {target}")
+                live.update(_frame(telemetry, report, minute, opened, routed))
+                minute += step
+                time.sleep(0.25)
+    except KeyboardInterrupt:
+        console.print("[dim]stopped[/]")
+    finally:
+        if router is not None:
+            router.close()
+    console.print(f"{len(opened)} anomalies opened; {len(routed)} routing decisions")
+
+
+def _frame(
+    t: Telemetry, report: DetectionReport, minute: int, opened: set[str], routed: list[str]
+) -> Group:
+    now = t.timestamps[minute]
+    services = Table(title=f"services at {now:%Y-%m-%d %H:%M} UTC", expand=True)
+    for col in ("service", "where", "cpu %", "mem %", "err %", "p99 ms", "p99 last hour", "score"):
+        services.add_column(col)
+    for name in sorted(t.series):
+        s, spec = t.series[name], t.services[name]
+        start = max(0, minute - 60)
+        score = float(report.scores[name][minute])
+        services.add_row(
+            name,
+            f"{spec.cloud}/{spec.region}",
+            f"{s['cpu_utilization'][minute]:.0f}",
+            f"{s['memory_utilization'][minute]:.0f}",
+            f"{s['error_rate'][minute]:.1f}",
+            f"{s['p99_latency'][minute]:.0f}",
+            _spark(s["p99_latency"][start : minute + 1]),
+            f"[{'red' if score >= 0.5 else 'green'}]{score:.2f}[/]",
+        )
+    active = Table(title="anomalies by severity", expand=True)
+    for col in ("sev", "since", "signature"):
+        active.add_column(col, overflow="fold")
+    shown = [a for a in report.anomalies if a.id in opened]
+    for a in sorted(
+        shown, key=lambda a: (SEVERITIES.index(a.severity) if a.severity else 9, a.start)
+    ):
+        live_now = a.end >= now - dt.timedelta(minutes=1)
+        active.add_row(
+            f"[{SEVERITY_STYLE.get(a.severity or '', '')}]{a.severity}[/]",
+            f"{a.start:%H:%M}{'' if live_now else ' (over)'}",
+            report.signatures[a.id],
+        )
+    return Group(
+        services, active, Panel("\n".join(routed[-6:]) or "nothing routed yet", title="routing")
+    )
+
+
+def nab(
+    data: Annotated[Path, typer.Option(help="NAB data directory (…/nab/data)")],
+    labels: Annotated[Path, typer.Option(help="combined_windows.json")],
+    out: Annotated[Path, typer.Option(help="where NAB-format result files go")],
+    dampen: Annotated[int, typer.Option(help="points after an alert scaled down (0 = off)")] = 288,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run the detector in streaming mode over NAB and score it with NAB's standard profile."""
+    from seenbefore.detection.nab import (
+        SCOREBOARD_AWS_ALLFILE_THRESHOLDS,
+        SCOREBOARD_AWS_REOPTIMISED,
+        run_nab,
+    )
+    from seenbefore.detection.streaming import StreamingParams, nab_stream
+
+    started = time.perf_counter()
+    with (
+        console.status("streaming NAB files through the detector")
+        if not as_json
+        else _nullcontext()
+    ):
+        report = run_nab(
+            data,
+            labels,
+            out,
+            nab_stream(StreamingParams(dampen=dampen)),
+            "seenbefore",
+            allow_repeated_timestamps=True,
+        )
+    payload = {
+        "normalised_score": report.normalised,
+        "threshold": report.threshold,
+        "files": {f.relative_path: f.normalised for f in report.files},
+        "scoreboard_reoptimised_on_aws": SCOREBOARD_AWS_REOPTIMISED,
+        "scoreboard_allfile_thresholds": SCOREBOARD_AWS_ALLFILE_THRESHOLDS,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    if as_json:
+        print_json(payload)
+        return
+    table = Table(title="NAB standard profile, threshold re-optimised on the files scored")
+    table.add_column("detector")
+    table.add_column("score", justify="right")
+    table.add_row("[bold]seenbefore (this run)[/]", f"[bold]{report.normalised:.1f}[/]")
+    for name, score in SCOREBOARD_AWS_REOPTIMISED.items():
+        table.add_row(name, f"{score:.1f}")
+    console.print(table)
+    console.print(
+        f"threshold {report.threshold:.4f}; result files under {out}; "
+        f"{payload['seconds']} s. Repeated timestamps are kept, as NAB keeps them."
+    )

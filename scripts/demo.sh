@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 SB=".venv/bin/seenbefore"
 export SEENBEFORE_HOME="${SEENBEFORE_HOME:-.seenbefore-demo}"
 
-echo "== ingesting examples/postmortems into $SEENBEFORE_HOME"
+rm -rf "$SEENBEFORE_HOME"  # a demo starts from nothing
+echo "== ingesting examples/postmortems into $SEENBEFORE_HOME (embedding with MiniLM takes a minute)"
 $SB ingest examples/postmortems --prune
 $SB stats
 

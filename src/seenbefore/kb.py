@@ -273,11 +273,16 @@ class KnowledgeBase:
         result.details["confidence_model_key"] = key
         return result
 
-    def status(self) -> dict[str, Any]:
+    def status(self, tiers: Sequence[str] = ("general",)) -> dict[str, Any]:
+        """The dense side's state; chunk counts cover only documents visible to ``tiers``."""
         gate = self.gate()
         recorded = self.store.embedder_info()
         index = self.index()
-        with_vectors = int(index.has_vector.sum()) if index.has_vector is not None else 0
+        visible = index.chunk_mask(
+            index.doc_mask(SearchFilters(tiers=tuple(tiers), include_superseded=True))
+        )
+        has = index.has_vector if index.has_vector is not None else np.zeros_like(visible)
+        with_vectors = int((has & visible).sum())
         return {
             "active_dense_embedder_name": recorded[0] if recorded else None,
             "dense_trusted": gate.dense_trusted,
@@ -286,7 +291,7 @@ class KnowledgeBase:
             "gate_reason": gate.reason,
             "fallback_reason": self.fallback_reason,
             "chunks_with_vectors": with_vectors,
-            "chunks_without_vectors": len(index.chunk_ids) - with_vectors,
+            "chunks_without_vectors": int(visible.sum()) - with_vectors,
             "lsa_staleness": self.lsa_staleness(),
             "lsa_refit_fraction": self.settings.lsa_refit_fraction,
         }

@@ -31,7 +31,7 @@ def stats(
     tiers = caller_tiers(tier)
     with open_kb() as kb:
         s = kb.store.stats(tiers)
-        dense = kb.status()
+        dense = kb.status(tiers)
     payload = {
         "path": s.path,
         "tiers": list(tiers),

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from seenbefore.cli import admin, detect, evaluate, ingest, search
+from seenbefore.cli import admin, detect, evaluate, ingest, investigate, search
 from seenbefore.cli.common import err_console
 from seenbefore.errors import SeenbeforeError
 
@@ -44,6 +44,7 @@ app.command("eval")(evaluate.eval_command)
 app.command("detect")(detect.detect_command)
 app.command()(detect.watch)
 app.command()(detect.nab)
+app.command()(investigate.investigate)
 
 
 def main() -> None:

@@ -43,6 +43,7 @@ class CorpusIndex:
     _dense_cache: dict[tuple[object, ...], tuple[npt.NDArray[np.int64], FloatArray]] = field(
         default_factory=dict
     )
+    _mask_cache: dict[tuple[object, ...], BoolArray] = field(default_factory=dict)
 
     @property
     def position(self) -> dict[str, int]:
@@ -124,6 +125,16 @@ class CorpusIndex:
 
     # -- filters ------------------------------------------------------------------------
     def doc_mask(self, filters: SearchFilters) -> BoolArray:
+        """Documents that pass ``filters`` (cached per filter: callers repeat theirs)."""
+        key = _filter_key(filters)
+        cached = self._mask_cache.get(key)
+        if cached is None:
+            if len(self._mask_cache) > 64:
+                self._mask_cache.clear()
+            cached = self._mask_cache[key] = self._compute_mask(filters)
+        return cached
+
+    def _compute_mask(self, filters: SearchFilters) -> BoolArray:
         mask = (
             np.isin(self.tiers, np.asarray(filters.tiers, dtype=np.str_))
             if filters.tiers
@@ -170,14 +181,7 @@ class CorpusIndex:
         are never scored); -inf elsewhere and for chunks without a vector."""
         if self.dense is None or self.has_vector is None:
             raise ValueError("no vectors in the store; run `seenbefore reindex`")
-        key = (
-            filters.tiers,
-            filters.include_superseded,
-            filters.services,
-            filters.date_from,
-            filters.date_to,
-            filters.exclude_ids,
-        )
+        key = _filter_key(filters)
         cached = self._dense_cache.get(key)
         if cached is None:
             rows = np.flatnonzero(self.chunk_mask(doc_mask) & self.has_vector)
@@ -189,3 +193,14 @@ class CorpusIndex:
         out = np.full(len(self.chunk_ids), -np.inf, dtype=np.float32)
         out[rows] = sub @ query.astype(np.float32)
         return out
+
+
+def _filter_key(filters: SearchFilters) -> tuple[object, ...]:
+    return (
+        filters.tiers,
+        filters.include_superseded,
+        filters.services,
+        filters.date_from,
+        filters.date_to,
+        filters.exclude_ids,
+    )

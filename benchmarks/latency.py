@@ -1,0 +1,146 @@
+"""Search latency p50/p95/p99 for sparse, dense and hybrid at 1k, 10k and 100k chunks.
+
+Text is the SciFact corpus replicated (documents re-identified per copy), queried with SciFact's
+test queries and 30-word alert-length variants, filtered to the `general` tier (about 1/3 of the
+corpus). The dense half uses random unit vectors (384-d, the MiniLM shape): exact search cost does
+not depend on their values, and embedding 100k chunks with MiniLM on two CPU cores takes hours.
+Query embedding is timed separately with the real MiniLM. Search timings exclude it. FTS5 (the
+store's keyword path) is shown beside the in-memory BM25 index. Prints figures; asserts nothing.
+
+    python benchmarks/latency.py --scifact ../shared/data/beir/scifact
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpora import alert_length, chunk_counts, plan, scifact_markdown, scifact_queries
+from ingest import ingest_scifact
+from seenbefore.config import Settings
+from seenbefore.kb import KnowledgeBase
+from seenbefore.retrieval.embedders import MINILM_NAME, normalise
+from seenbefore.retrieval.hybrid import SearchOptions
+from seenbefore.retrieval.tokenize import query_terms
+from seenbefore.types import SearchFilters
+
+REPO = Path(__file__).resolve().parents[1]
+FILTER = SearchFilters(tiers=("general",))
+console = Console()
+
+
+class RandomQueries:
+    """Stands in for the query embedder so search timings exclude embedding."""
+
+    name, dim = MINILM_NAME, 384
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(1)
+
+    def embed(self, texts: list[str]) -> Any:
+        return normalise(self.rng.standard_normal((len(texts), self.dim)))
+
+
+def pct(ms: list[float]) -> dict[str, float]:
+    return {f"p{q}": round(float(np.percentile(ms, q)), 2) for q in (50, 95, 99)}
+
+
+def run_size(
+    tmp: Path, scifact: Path, target: int, queries: dict[str, list[str]], counts: list[int]
+) -> dict[str, Any]:
+    copies, docs = plan(counts, target)
+    home = tmp / f"{target}"
+    ingest_scifact(home / "kb.sqlite", scifact_markdown(scifact, copies, limit=docs), docs)
+    kb = KnowledgeBase(Settings(home=home, embedder="none"))
+    rows = kb.store.chunk_rows()
+    vectors = normalise(np.random.default_rng(0).standard_normal((len(rows.ids), 384)))
+    kb.store.replace_vectors(MINILM_NAME, rows.ids.tolist(), vectors)
+    kb.store.set_json("fusion_weights", {MINILM_NAME: {"dense": 0.5, "source": "benchmark"}})
+    kb.query_embedder = RandomQueries()  # type: ignore[assignment]
+    started = time.perf_counter()
+    kb.index()
+    out: dict[str, Any] = {
+        "chunks": len(rows.ids),
+        "index_build_s": round(time.perf_counter() - started, 2),
+    }
+    for label, texts in queries.items():
+        for mode in ("sparse", "dense", "hybrid"):
+            ms, stages = [], []
+            for text in texts:
+                clock = time.perf_counter()
+                result = kb.search(text, FILTER, SearchOptions(k=10, mode=mode))
+                ms.append((time.perf_counter() - clock) * 1000)
+                stages.append(result.details["timings"])
+            out[f"{label} {mode}"] = pct(ms)
+        ms = []
+        for text in texts:
+            clock = time.perf_counter()
+            kb.store.sparse_search(query_terms(text), FILTER, 10)
+            ms.append((time.perf_counter() - clock) * 1000)
+        out[f"{label} sparse (FTS5)"] = pct(ms)
+    kb.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scifact", type=Path, default=REPO.parent / "shared/data/beir/scifact")
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/latency.json")
+    args = parser.parse_args()
+    if not (args.scifact / "corpus.jsonl").exists():
+        console.print(f"[red]SciFact not found at {args.scifact}: the shared data is absent[/]")
+        return 2
+    real = scifact_queries(args.scifact)[: args.queries]
+    queries = {"scifact": real, "alert-30w": alert_length(real)}
+    results: dict[str, Any] = {}
+    try:
+        from seenbefore.retrieval.embedders import MiniLMEmbedder
+
+        model = MiniLMEmbedder()
+        model.embed(real[:2])
+        ms = []
+        for text in real:
+            clock = time.perf_counter()
+            model.embed([text])
+            ms.append((time.perf_counter() - clock) * 1000)
+        results["query embedding (MiniLM, 1 query)"] = pct(ms)
+    except Exception as exc:  # the benchmark still reports search latency without the model
+        results["query embedding (MiniLM, 1 query)"] = {"error": str(exc)}
+    counts = chunk_counts(args.scifact)
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            results[f"{size} chunks"] = run_size(Path(tmp), args.scifact, size, queries, counts)
+    table = Table(title="search latency, filter keeps ~1/3 (ms; query embedding excluded)")
+    for col in ("corpus", "what", "p50", "p95", "p99"):
+        table.add_column(col, justify="right")
+    for corpus, rows in results.items():
+        if "p50" in rows:
+            table.add_row("-", corpus, *(str(rows[k]) for k in ("p50", "p95", "p99")))
+            continue
+        for what, r in rows.items():
+            if isinstance(r, dict):
+                table.add_row(corpus, what, *(str(r[k]) for k in ("p50", "p95", "p99")))
+            else:
+                table.add_row(corpus, what, str(r), "", "")
+    console.print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""`seenbefore investigate`: from text, an Alertmanager webhook or an anomaly to a draft."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.panel import Panel
+
+from seenbefore.cli.common import caller_tiers, console, open_kb, print_json
+from seenbefore.cli.search import TierOption
+from seenbefore.errors import InputError
+from seenbefore.investigation.investigator import Investigator
+from seenbefore.investigation.query import (
+    InvestigationRequest,
+    from_alertmanager,
+    from_anomaly,
+    from_text,
+)
+from seenbefore.investigation.reporter import Draft, OfflineReporter
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a readable JSON file ({exc})") from exc
+
+
+def requests_from(
+    text: str | None, alert: Path | None, anomaly: Path | None
+) -> list[InvestigationRequest]:
+    given = [x for x in (text, alert, anomaly) if x]
+    if len(given) != 1:
+        raise InputError("give exactly one of: TEXT, --alert FILE, --anomaly FILE")
+    if text:
+        return [from_text(text)]
+    if alert:
+        found = from_alertmanager(_load_json(alert))
+        if not found:
+            raise InputError(f"{alert}: no firing alerts to investigate")
+        return found
+    from seenbefore.notify.base import anomaly_from_dict
+
+    try:
+        return [from_anomaly(anomaly_from_dict(_load_json(anomaly)))]  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{anomaly}: not an anomaly record ({exc})") from exc
+
+
+def render_draft(draft: Draft) -> None:
+    style = "red" if draft.novel else ("green" if draft.confidence >= 0.5 else "yellow")
+    body = [f"[bold]{draft.summary}[/]", "", draft.hypothesis]
+    if draft.mitigations:
+        body += ["", "[bold]mitigations used before[/]"] + [f"- {m}" for m in draft.mitigations]
+    if draft.suggested_checks:
+        body += ["", "[bold]checks[/]"] + [f"- {c}" for c in draft.suggested_checks]
+    if draft.missing_information:
+        body += ["", "[bold]missing to confirm[/]"] + [f"- {m}" for m in draft.missing_information]
+    if draft.staleness_note:
+        body += ["", f"[yellow]{draft.staleness_note}[/]"]
+    body += [
+        "",
+        f"[dim]cited: {', '.join(draft.cited_incidents) or '-'}; "
+        f"confidence {draft.confidence:.2f} ({draft.confidence_label}); {draft.drafted_by}. "
+        f"{draft.advisory}[/]",
+    ]
+    console.print(
+        Panel(
+            "\n".join(body),
+            border_style=style,
+            title="no precedent" if draft.novel else "seen before?",
+        )
+    )
+
+
+def investigate(
+    text: Annotated[str | None, typer.Argument(help="alert text or on-call note")] = None,
+    alert: Annotated[
+        Path | None, typer.Option(help="Alertmanager webhook JSON (version 4)")
+    ] = None,
+    anomaly: Annotated[Path | None, typer.Option(help="anomaly JSON record")] = None,
+    k: Annotated[int, typer.Option("-k", help="precedents to gather")] = 3,
+    tier: TierOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Draft a cited, advisory root-cause hypothesis from past postmortems."""
+    requests = requests_from(text, alert, anomaly)
+    with open_kb() as kb:
+        investigator = Investigator(kb, tiers=caller_tiers(tier), k=k)
+        drafts = [OfflineReporter().draft(investigator.investigate(r)) for r in requests]
+    if as_json:
+        print_json({"drafts": [d.model_dump(mode="json") for d in drafts]})
+        return
+    for draft in drafts:
+        render_draft(draft)

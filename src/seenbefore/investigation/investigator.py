@@ -1,0 +1,118 @@
+"""The Investigator: runs hybrid retrieval and gathers the evidence for the top candidates, as a
+structured record that can be inspected before anything is drafted from it. Deterministic."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seenbefore.investigation.query import InvestigationRequest
+from seenbefore.kb import KnowledgeBase
+from seenbefore.retrieval.hybrid import SearchOptions
+from seenbefore.types import SearchFilters
+
+EVIDENCE_SECTIONS = ("detection", "root_cause", "resolution")
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    doc_id: str
+    title: str
+    date: dt.date | None
+    type: str
+    status: str
+    superseded_by: str | None
+    access_tier: str
+    matched_by: str
+    retrievers: dict[str, dict[str, float]]
+    score: float
+    matched_section: str
+    sections: dict[str, str]  # whole sections (detection, root cause, resolution)
+    signals_shared: tuple[str, ...]
+    signals_not_in_precedent: tuple[str, ...]
+    signals_only_in_precedent: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    request: InvestigationRequest
+    items: tuple[EvidenceItem, ...]
+    confidence: float
+    confidence_label: str
+    novel: bool
+    searched: dict[str, Any]
+    gate: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Investigator:
+    def __init__(
+        self, kb: KnowledgeBase, *, tiers: Sequence[str], k: int = 3, exclude: Sequence[str] = ()
+    ) -> None:
+        self.kb = kb
+        self.tiers = tuple(tiers)
+        self.k = k
+        self.exclude = tuple(exclude)
+
+    def investigate(self, request: InvestigationRequest) -> Evidence:
+        clock = time.perf_counter()
+        filters = SearchFilters(tiers=self.tiers, exclude_ids=self.exclude)
+        result = self.kb.search(request.query, filters, SearchOptions(k=self.k))
+        d = result.details
+        timings = {"query_build_ms": 0.0, **d["timings"]}
+        started = time.perf_counter()
+        metas = self.kb.store.documents_meta([c.doc_id for c in result.candidates])
+        observed = {_norm(s) for s in request.signals}
+        items = []
+        for c in result.candidates:
+            pm = metas[c.doc_id].postmortem
+            sections = {s.key: s.text for s in pm.sections if s.key in EVIDENCE_SECTIONS}
+            theirs = {_norm(s) for s in pm.signals}
+            items.append(
+                EvidenceItem(
+                    doc_id=c.doc_id,
+                    title=c.title,
+                    date=c.date,
+                    type=c.type,
+                    status=c.status,
+                    superseded_by=c.superseded_by,
+                    access_tier=c.access_tier,
+                    matched_by=c.matched_by,
+                    retrievers={
+                        k: {"rank": v.rank, "score": round(v.score, 6)}
+                        for k, v in c.retrievers.items()
+                    },
+                    score=c.score,
+                    matched_section=c.section_key,
+                    sections=sections,
+                    signals_shared=tuple(sorted(observed & theirs)),
+                    signals_not_in_precedent=tuple(sorted(observed - theirs)),
+                    signals_only_in_precedent=tuple(sorted(theirs - observed)),
+                )
+            )
+        timings["evidence_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        timings["investigate_ms"] = round((time.perf_counter() - clock) * 1000, 3)
+        return Evidence(
+            request=request,
+            items=tuple(items),
+            confidence=float(d["confidence"]),
+            confidence_label=str(d["confidence_label"]),
+            novel=bool(d["novel"]),
+            searched={
+                "query": request.query,
+                "mode": result.mode,
+                "tiers": list(self.tiers),
+                "excluded": list(self.exclude),
+                "k": self.k,
+                "documents_visible": int(self.kb.index().doc_mask(filters).sum()),
+            },
+            gate=dict(d["gate"]),
+            timings=timings,
+        )
+
+
+def _norm(signal: str) -> str:
+    return signal.strip().lower().replace("-", "_").replace(" ", "_")

@@ -1,0 +1,93 @@
+"""Build the retrieval query from an Anomaly, an Alertmanager webhook (payload version 4) or text."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from seenbefore.detection.signature import render_signature
+from seenbefore.errors import InputError
+from seenbefore.types import Anomaly
+
+LABELS_IN_QUERY = ("alertname", "service", "job", "namespace", "severity", "container")
+
+
+@dataclass(frozen=True)
+class InvestigationRequest:
+    query: str
+    source: str  # anomaly | alertmanager | text
+    services: tuple[str, ...] = ()
+    signals: tuple[str, ...] = ()  # metric names / anomaly kinds observed
+    started_at: dt.datetime | None = None
+    fingerprint: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def from_text(text: str) -> InvestigationRequest:
+    if not text.strip():
+        raise InputError("investigation text is empty; describe the symptoms or paste the alert")
+    return InvestigationRequest(query=" ".join(text.split()), source="text")
+
+
+def from_anomaly(
+    anomaly: Anomaly, capacity: Mapping[str, float] | None = None
+) -> InvestigationRequest:
+    return InvestigationRequest(
+        query=render_signature(anomaly, capacity),
+        source="anomaly",
+        services=(anomaly.service,),
+        signals=tuple(d.metric for d in anomaly.deviations),
+        started_at=anomaly.start,
+        fingerprint=anomaly.fingerprint,
+    )
+
+
+def from_alertmanager(payload: Any) -> list[InvestigationRequest]:
+    """One request per firing alert; resolved alerts are skipped (they close investigations)."""
+    if not isinstance(payload, dict) or "alerts" not in payload:
+        raise InputError("not an Alertmanager webhook: expected a JSON object with 'alerts'")
+    if str(payload.get("version", "")) != "4":
+        raise InputError(
+            f"Alertmanager webhook version is {payload.get('version')!r}; "
+            "seenbefore reads version 4"
+        )
+    requests = []
+    for index, alert in enumerate(payload["alerts"]):
+        if not isinstance(alert, dict):
+            raise InputError(f"alerts[{index}] is not an object")
+        if alert.get("status") != "firing":
+            continue
+        labels = {str(k): str(v) for k, v in (alert.get("labels") or {}).items()}
+        notes = alert.get("annotations") or {}
+        parts = [str(notes.get(k, "")).strip() for k in ("summary", "description")]
+        parts += [f"{k} {labels[k]}" for k in LABELS_IN_QUERY if k in labels]
+        query = ". ".join(p for p in parts if p)
+        if not query:
+            raise InputError(
+                f"alerts[{index}] has no summary, description or labels to search with"
+            )
+        service = labels.get("service") or labels.get("job")
+        started = _time(alert.get("startsAt"), index)
+        requests.append(
+            InvestigationRequest(
+                query=query,
+                source="alertmanager",
+                services=(service,) if service else (),
+                signals=(labels["alertname"],) if "alertname" in labels else (),
+                started_at=started,
+                fingerprint=str(alert.get("fingerprint") or "") or None,
+                labels=labels,
+            )
+        )
+    return requests
+
+
+def _time(value: Any, index: int) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"alerts[{index}].startsAt is {value!r}, not an RFC 3339 time") from None

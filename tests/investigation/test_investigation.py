@@ -1,0 +1,195 @@
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seenbefore.cli.app import app
+from seenbefore.config import Settings
+from seenbefore.errors import InputError
+from seenbefore.investigation.investigator import Investigator
+from seenbefore.investigation.query import from_alertmanager, from_anomaly, from_text
+from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter
+from seenbefore.kb import KnowledgeBase
+from seenbefore.types import Anomaly, MetricDeviation
+from tests.conftest import postmortem_text
+
+POOL_BODY = """## Summary
+Checkout failed for forty minutes.
+
+## Detection
+p99 latency rose eightfold and database connections sat at the pool limit.
+
+## Root cause
+A fraud check held database connections open during slow calls, exhausting the pool.
+
+## Resolution
+- Restarted the checkout pods to release connections.
+- Moved the fraud call outside the transaction.
+"""
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "pool.md").write_text(
+        postmortem_text(
+            "POOL",
+            title="Checkout pool exhaustion",
+            body=POOL_BODY,
+            date="2025-06-01",
+            signals="[db_connections_in_use, p99_latency, error_rate]",
+            type="connection-pool-exhaustion",
+        )
+    )
+    (folder / "dns.md").write_text(
+        postmortem_text(
+            "DNS",
+            title="Resolver outage",
+            date="2020-01-01",
+            body="## Summary\nname resolution failed.\n\n## Root cause\nresolver overload.\n",
+        )
+    )
+    with KnowledgeBase(Settings(home=tmp_path / "home", embedder="none")) as base:
+        base.ingest([folder])
+        yield base
+
+
+def test_query_from_the_real_alertmanager_webhook(shared_data: Path) -> None:
+    payload = json.loads((shared_data / "alertmanager" / "webhook_v4_firing.json").read_text())
+    [request] = from_alertmanager(payload)
+    assert request.source == "alertmanager" and request.services == ("payments-api",)
+    assert "5xx error rate anomaly on payments-api" in request.query
+    assert request.fingerprint == "093f2550cadd6e45"
+    assert request.started_at == dt.datetime(2026, 11, 30, 0, 11, 42, tzinfo=dt.UTC)
+    resolved = json.loads((shared_data / "alertmanager" / "webhook_v4_resolved.json").read_text())
+    assert from_alertmanager(resolved) == []  # resolved alerts close, they do not investigate
+
+
+def test_bad_alert_payloads() -> None:
+    with pytest.raises(InputError, match="version 4"):
+        from_alertmanager({"version": "3", "alerts": []})
+    with pytest.raises(InputError, match="'alerts'"):
+        from_alertmanager([1, 2])
+    with pytest.raises(InputError, match="RFC 3339"):
+        from_alertmanager(
+            {
+                "version": "4",
+                "alerts": [
+                    {"status": "firing", "labels": {"alertname": "X"}, "startsAt": "yesterday"}
+                ],
+            }
+        )
+    with pytest.raises(InputError, match="empty"):
+        from_text("  ")
+
+
+def test_anomaly_query_carries_signals() -> None:
+    t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    a = Anomaly(
+        "a",
+        "checkout-api",
+        "aws",
+        "us-east-1",
+        t,
+        t,
+        0.9,
+        deviations=(
+            MetricDeviation("db_connections_in_use", "up", 100, 30, 20),
+            MetricDeviation("p99_latency", "up", 2000, 250, 30, "ms"),
+        ),
+    )
+    request = from_anomaly(a, {"db_connections_in_use": 100})
+    assert request.query.startswith("checkout-api (aws/us-east-1): p99_latency 8x baseline")
+    assert request.signals == ("db_connections_in_use", "p99_latency")
+
+
+def test_evidence_and_offline_draft_cite_the_precedent(kb: KnowledgeBase) -> None:
+    t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    anomaly = Anomaly(
+        "a",
+        "checkout-api",
+        "aws",
+        "us-east-1",
+        t,
+        t,
+        0.9,
+        deviations=(
+            MetricDeviation("db_connections_in_use", "up", 100, 30, 20),
+            MetricDeviation("queue_depth", "up", 200, 20, 10),
+        ),
+    )
+    evidence = Investigator(kb, tiers=("general",), k=2).investigate(
+        from_anomaly(anomaly, {"db_connections_in_use": 100})
+    )
+    top = evidence.items[0]
+    assert top.doc_id == "POOL" and "exhausting the pool" in top.sections["root_cause"]
+    assert top.signals_shared == ("db_connections_in_use",)
+    assert top.signals_not_in_precedent == ("queue_depth",)
+    assert top.signals_only_in_precedent == ("error_rate", "p99_latency")
+    assert {"sparse_ms", "evidence_ms"} <= set(evidence.timings)
+    draft = OfflineReporter().draft(evidence, today=dt.date(2026, 1, 1))
+    assert draft.cited_incidents[0] == "POOL" and not draft.novel
+    assert "exhausting the pool" in draft.hypothesis and draft.drafted_by == OFFLINE_LABEL
+    assert draft.mitigations == [
+        "Restarted the checkout pods to release connections.",
+        "Moved the fraud call outside the transaction.",
+    ]
+    assert any("p99_latency" in m for m in draft.missing_information)
+    assert draft.confidence == evidence.confidence and draft.staleness_note is None
+    Draft.model_validate(draft.model_dump())  # the contract round-trips
+
+
+def test_novel_draft_says_so_and_lists_what_was_searched(kb: KnowledgeBase) -> None:
+    evidence = Investigator(kb, tiers=("general",)).investigate(
+        from_text("nvidia xid 79 gpu fell off the bus on training nodes")
+    )
+    draft = OfflineReporter().draft(evidence)
+    assert draft.novel and draft.cited_incidents == []
+    assert "No postmortem among the 2 visible" in draft.hypothesis and "gpu" in draft.hypothesis
+
+
+def test_old_precedent_gets_a_staleness_note(kb: KnowledgeBase) -> None:
+    evidence = Investigator(kb, tiers=("general",), k=1).investigate(
+        from_text("name resolution failed resolver overload")
+    )
+    if evidence.novel:
+        pytest.fail("the resolver precedent should be found")
+    draft = OfflineReporter().draft(evidence, today=dt.date(2026, 1, 1))
+    assert draft.staleness_note == "DNS is 6 years old; systems may have changed since."
+
+
+def test_investigate_cli(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "none")
+    runner = CliRunner()
+    alert = tmp_path / "alert.json"
+    alert.write_text(
+        json.dumps(
+            {
+                "version": "4",
+                "alerts": [
+                    {
+                        "status": "firing",
+                        "labels": {"alertname": "PoolSaturated", "service": "checkout-api"},
+                        "annotations": {
+                            "summary": "database connections at the pool limit, p99 latency up"
+                        },
+                        "startsAt": "2026-01-01T00:00:00Z",
+                        "fingerprint": "f1",
+                    }
+                ],
+            }
+        )
+    )
+    result = runner.invoke(app, ["investigate", "--alert", str(alert), "--json"])
+    assert result.exit_code == 0, result.output
+    [draft] = json.loads(result.stdout)["drafts"]
+    assert draft["cited_incidents"][0] == "POOL"
+    both = runner.invoke(app, ["investigate", "text", "--alert", str(alert)])
+    assert both.exit_code == 2

@@ -103,7 +103,11 @@ def test_anomaly_query_carries_signals() -> None:
         ),
     )
     request = from_anomaly(a, {"db_connections_in_use": 100})
-    assert request.query.startswith("checkout-api (aws/us-east-1): p99_latency 8x baseline")
+    assert request.display.startswith("checkout-api (aws/us-east-1): p99_latency 8x baseline")
+    assert request.query == (
+        "checkout-api: p99 latency up, slow responses, timeouts; database connections in use at "
+        "the pool limit, waiting for a connection"
+    )
     assert request.signals == ("db_connections_in_use", "p99_latency")
 
 

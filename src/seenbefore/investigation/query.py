@@ -13,16 +13,36 @@ from seenbefore.types import Anomaly
 
 LABELS_IN_QUERY = ("alertname", "service", "job", "namespace", "severity", "container")
 
+# How postmortems describe each metric moving, in symptoms (never causes): the anomaly's query
+# is written in the knowledge base's vocabulary, not in metric identifiers and numbers.
+METRIC_WORDS: dict[tuple[str, str], str] = {
+    ("cpu_utilization", "up"): "CPU utilization high, CPU pegged, cores saturated",
+    ("memory_utilization", "up"): "memory usage climbing, heap and RSS growing, OOM",
+    ("disk_io_wait", "up"): "disk I/O wait high, slow disk, IOPS throughput latency on the volume",
+    ("network_errors", "up"): "network errors, connection timeouts, packet loss, unreachable",
+    ("network_latency", "up"): "network latency up between zones, round-trip time",
+    ("request_rate", "down"): "traffic dropped, request rate down",
+    ("request_rate", "up"): "traffic surge, request rate up",
+    ("error_rate", "up"): "error rate up, 5xx errors, failed requests",
+    ("p99_latency", "up"): "p99 latency up, slow responses, timeouts",
+    ("db_connections_in_use", "up"): "database connections in use at the pool limit, waiting for "
+    "a connection",
+    ("queue_depth", "up"): "queue depth growing, backlog",
+    ("gpu_utilization", "down"): "GPU utilization dropped",
+    ("gpu_temperature", "up"): "GPU temperature high",
+}
+
 
 @dataclass(frozen=True)
 class InvestigationRequest:
-    query: str
+    query: str  # what retrieval searches with
     source: str  # anomaly | alertmanager | text
     services: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()  # metric names / anomaly kinds observed
     started_at: dt.datetime | None = None
     fingerprint: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    display: str = ""  # what a person reads (the anomaly's signature); the query when empty
 
 
 def from_text(text: str) -> InvestigationRequest:
@@ -31,11 +51,22 @@ def from_text(text: str) -> InvestigationRequest:
     return InvestigationRequest(query=" ".join(text.split()), source="text")
 
 
+def anomaly_query(anomaly: Anomaly) -> str:
+    """The anomaly in postmortem vocabulary, strongest deviation first, without the numbers."""
+    ordered = sorted(anomaly.deviations, key=lambda d: -abs(d.zscore))
+    words = [
+        METRIC_WORDS.get((d.metric, d.direction), f"{d.metric.replace('_', ' ')} {d.direction}")
+        for d in ordered
+    ]
+    return f"{anomaly.service}: " + "; ".join(words or ["anomalous behaviour"])
+
+
 def from_anomaly(
     anomaly: Anomaly, capacity: Mapping[str, float] | None = None
 ) -> InvestigationRequest:
     return InvestigationRequest(
-        query=render_signature(anomaly, capacity),
+        query=anomaly_query(anomaly),
+        display=render_signature(anomaly, capacity),
         source="anomaly",
         services=(anomaly.service,),
         signals=tuple(d.metric for d in anomaly.deviations),

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seenbefore.errors import ConfigError
@@ -38,11 +38,21 @@ class Settings(BaseSettings):
     lsa_refit_fraction: float = Field(default=0.2, gt=0, le=10)
     rrf_k: int = Field(default=60, ge=0)
     recency_half_life_days: float | None = Field(default=None, gt=0)
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint")
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=20.0, gt=0)
+    llm_allowed_hosts: tuple[str, ...] = Field(
+        default=(), description="hosts that may receive evidence from local-only tiers"
+    )
+    llm_local_only_tiers: tuple[str, ...] = Field(
+        default=(), description="tiers whose evidence never goes to a non-allowed LLM host"
+    )
     notify: dict[str, Any] = Field(
         default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
     )
 
-    @field_validator("tiers", mode="before")
+    @field_validator("tiers", "llm_allowed_hosts", "llm_local_only_tiers", mode="before")
     @classmethod
     def _split_tiers(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -197,3 +197,38 @@ def test_investigate_cli(
     assert draft["cited_incidents"][0] == "POOL"
     both = runner.invoke(app, ["investigate", "text", "--alert", str(alert)])
     assert both.exit_code == 2
+
+
+@pytest.mark.llm
+def test_investigate_cli_with_a_local_llm_endpoint(
+    kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.investigation.fake_openai import FakeOpenAI, chat
+
+    answer = {
+        "summary": "Looks like POOL again.",
+        "hypothesis": "Connections held during slow calls.",
+        "cited_incidents": ["POOL", "INC-INVENTED"],
+        "suggested_checks": ["check the pool"],
+        "mitigations": ["restart pods"],
+        "confidence": 1.0,
+        "confidence_label": "high",
+        "novel": False,
+        "missing_information": [],
+        "staleness_note": None,
+    }
+    with FakeOpenAI([chat(json.dumps(answer))]) as server:
+        monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("SEENBEFORE_EMBEDDER", "none")
+        monkeypatch.setenv("SEENBEFORE_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("SEENBEFORE_LLM_MODEL", "fake-model")
+        monkeypatch.setenv("SEENBEFORE_LLM_API_KEY", "sk-test-secret")
+        result = CliRunner().invoke(
+            app, ["investigate", "database connections at the pool limit, p99 latency up", "--json"]
+        )
+    assert result.exit_code == 0, result.output
+    [draft] = json.loads(result.stdout)["drafts"]
+    assert draft["cited_incidents"] == ["POOL"]  # the invented id is dropped
+    assert draft["retrieval_trace"]["invented_citations"] == ["INC-INVENTED"]
+    assert draft["confidence"] < 1.0 and "fake-model" in draft["drafted_by"]
+    assert "sk-test-secret" not in result.output

@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import typer
 from rich.panel import Panel
 
-from seenbefore.cli.common import caller_tiers, console, open_kb, print_json
+from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
 from seenbefore.cli.search import TierOption
+from seenbefore.config import Settings
 from seenbefore.errors import InputError
 from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import (
@@ -48,6 +49,20 @@ def requests_from(
         return [from_anomaly(anomaly_from_dict(_load_json(anomaly)))]  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{anomaly}: not an anomaly record ({exc})") from exc
+
+
+def make_reporter(cfg: Settings) -> Any:
+    """The LLM reporter when an endpoint is configured, else the offline one."""
+    from seenbefore.investigation.llm import llm_from_settings
+
+    llm = llm_from_settings(cfg.model_dump())
+    if llm is None:
+        return OfflineReporter()
+    from seenbefore.investigation.llm_reporter import LLMReporter
+
+    return LLMReporter(
+        llm, allowed_hosts=cfg.llm_allowed_hosts, local_only_tiers=cfg.llm_local_only_tiers
+    )
 
 
 def render_draft(draft: Draft) -> None:
@@ -88,9 +103,16 @@ def investigate(
 ) -> None:
     """Draft a cited, advisory root-cause hypothesis from past postmortems."""
     requests = requests_from(text, alert, anomaly)
-    with open_kb() as kb:
-        investigator = Investigator(kb, tiers=caller_tiers(tier), k=k)
-        drafts = [OfflineReporter().draft(investigator.investigate(r)) for r in requests]
+    cfg = settings()
+    with open_kb(cfg) as kb:
+        investigator = Investigator(kb, tiers=caller_tiers(tier, cfg), k=k)
+        reporter = make_reporter(cfg)
+        try:
+            drafts = [reporter.draft(investigator.investigate(r)) for r in requests]
+        finally:
+            close = getattr(getattr(reporter, "llm", None), "close", None)
+            if close is not None:
+                close()
     if as_json:
         print_json({"drafts": [d.model_dump(mode="json") for d in drafts]})
         return

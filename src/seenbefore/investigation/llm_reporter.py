@@ -1,0 +1,271 @@
+"""The LLM reporter: drafts the hypothesis with a language model, inside guard rails.
+
+The prompt quotes each retrieved section whole, fenced as untrusted data. The answer must be a
+:class:`Draft` as JSON; one repair request is allowed, then the offline reporter takes over (and
+says so). After validation the evidence wins: invented citations are dropped, confidence is capped
+at the Investigator's calibrated confidence, and evidence that says "novel" keeps the draft novel.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from pydantic import ValidationError
+
+from seenbefore.core.confidence import label
+from seenbefore.investigation.investigator import EVIDENCE_SECTIONS, Evidence
+from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, Message
+from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter, trace
+
+SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace")
+_MARKER = re.compile(r"(BEGIN|END) UNTRUSTED DATA", re.IGNORECASE)
+_CODE_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _fence(text: str, source_id: str) -> str:
+    """Wrap untrusted text between BEGIN/END markers naming its source. The markers carry a tag
+    derived from the text itself, so the text cannot forge its own END marker; marker-like
+    phrases inside it are defused anyway. (Stand-in until investigation/guard.py lands.)"""
+    body = _MARKER.sub(lambda m: f"{m.group(1).lower()} untrusted-data", str(text))
+    tag = hashlib.sha256(body.encode()).hexdigest()[:8]
+    return (
+        f"<<<BEGIN UNTRUSTED DATA {source_id} #{tag}>>>\n{body}\n"
+        f"<<<END UNTRUSTED DATA {source_id} #{tag}>>>"
+    )
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters["fence"] = _fence
+    return env
+
+
+@cache
+def _template(name: str) -> jinja2.Template:
+    source = resources.files("seenbefore.investigation").joinpath("prompts", name)
+    return _environment().from_string(source.read_text(encoding="utf-8"))
+
+
+def render(name: str, **variables: Any) -> list[Message]:
+    """Render a prompt template into chat messages: its ``system`` block (when it sets one)
+    and its body as the user message."""
+    module = _template(name).make_module(variables)
+    messages: list[Message] = []
+    system = str(getattr(module, "system", "")).strip()
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": str(module).strip()})
+    return messages
+
+
+@cache
+def draft_schema() -> str:
+    """The JSON schema the model must follow: Draft's, less the fields the system fills."""
+    schema = Draft.model_json_schema()
+    for key in SYSTEM_FIELDS:
+        schema["properties"].pop(key, None)
+    return json.dumps(schema)
+
+
+def _parse(text: str) -> Draft:
+    match = _CODE_FENCE.match(text)
+    return Draft.model_validate_json(match.group(1) if match else text)
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = [
+        f"- {'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+        for e in exc.errors(include_url=False, include_input=False)[:10]
+    ]
+    return "\n".join(lines)
+
+
+class _Usage:
+    def __init__(self, model: str) -> None:
+        self.model, self.prompt_tokens, self.completion_tokens, self.calls = model, 0, 0, 0
+
+    def add(self, completion: Completion) -> Completion:
+        self.model = completion.model or self.model
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.calls += 1
+        return completion
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "calls": self.calls,
+        }
+
+
+class LLMReporter:
+    """Draft with a language model; fall back to ``fallback`` (offline) when it cannot be used.
+
+    ``local_only_tiers``: evidence from these access tiers is never sent to an endpoint whose
+    host is not in ``allowed_hosts``; such drafts are written offline instead.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        fallback: OfflineReporter = OfflineReporter(),
+        allowed_hosts: Sequence[str] = (),
+        local_only_tiers: Sequence[str] = (),
+    ) -> None:
+        self.llm = llm
+        self.fallback = fallback
+        self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
+        self.local_only_tiers = tuple(local_only_tiers)
+
+    @property
+    def model(self) -> str:
+        return str(getattr(self.llm, "model", type(self.llm).__name__))
+
+    @property
+    def host(self) -> str | None:
+        host = getattr(self.llm, "host", None)
+        return str(host).lower() if host else None
+
+    def draft(self, evidence: Evidence, *, today: dt.date | None = None) -> Draft:
+        usage = _Usage(self.model)
+        blocked = sorted({i.access_tier for i in evidence.items} & set(self.local_only_tiers))
+        if blocked and self.host not in self.allowed_hosts:
+            reason = (
+                f"the language model was not called: evidence from local-only tier(s) "
+                f"{', '.join(blocked)} may not go to host {self.host or '(unknown)'}, "
+                "which is not in allowed_hosts"
+            )
+            return self._offline(evidence, today, usage, reason, skipped=True)
+        messages = render(
+            "reporter.j2",
+            query=evidence.request.query,
+            items=evidence.items,
+            evidence=evidence,
+            section_keys=EVIDENCE_SECTIONS,
+            schema=draft_schema(),
+        )
+        repaired = False
+        try:
+            answer = usage.add(self.llm.complete(messages))
+            try:
+                parsed = _parse(answer.text)
+            except ValidationError as first:
+                repaired = True
+                repair = render("reporter_repair.j2", error=_describe(first), schema=draft_schema())
+                messages += [{"role": "assistant", "content": answer.text}, *repair]
+                answer = usage.add(self.llm.complete(messages))
+                parsed = _parse(answer.text)
+        except ValidationError as second:
+            reason = (
+                "the model's answer failed validation twice (after one repair request): "
+                + _describe(second).replace("\n", "; ")
+            )
+            return self._offline(evidence, today, usage, reason)
+        except LLMTimeout as exc:
+            return self._offline(evidence, today, usage, f"the model timed out: {exc}")
+        except LLMError as exc:
+            return self._offline(evidence, today, usage, f"the model call failed: {exc}")
+        return self._guard(parsed, evidence, usage, repaired)
+
+    def _offline(
+        self,
+        evidence: Evidence,
+        today: dt.date | None,
+        usage: _Usage,
+        reason: str,
+        *,
+        skipped: bool = False,
+    ) -> Draft:
+        draft = self.fallback.draft(evidence, today=today)
+        llm_trace = usage.as_dict() | {("skipped" if skipped else "fallback"): reason}
+        return draft.model_copy(
+            update={
+                "drafted_by": f"{OFFLINE_LABEL}; used instead of language model {self.model} "
+                f"because {reason}",
+                "retrieval_trace": draft.retrieval_trace | {"llm": llm_trace},
+            }
+        )
+
+    def _guard(self, draft: Draft, evidence: Evidence, usage: _Usage, repaired: bool) -> Draft:
+        known = {i.doc_id for i in evidence.items}
+        cited = list(dict.fromkeys(draft.cited_incidents))
+        invented = [c for c in cited if c not in known]
+        kept = [c for c in cited if c in known]
+        missing = list(draft.missing_information)
+        text = {k: getattr(draft, k) for k in ("summary", "hypothesis")}
+        lists = {k: list(getattr(draft, k)) for k in ("suggested_checks", "mitigations")}
+        extra: dict[str, Any] = {}
+        if invented:
+            missing.append(
+                f"the model cited {', '.join(invented)}, which are not among the retrieved "
+                "postmortems; those citations were removed"
+            )
+            extra["invented_citations"] = invented
+            for doc_id in invented:
+                text = {k: v.replace(doc_id, "[removed citation]") for k, v in text.items()}
+                lists = {
+                    k: [s.replace(doc_id, "[removed citation]") for s in v]
+                    for k, v in lists.items()
+                }
+        confidence = draft.confidence
+        if confidence > evidence.confidence:
+            extra["confidence_clamped"] = {"model": confidence, "evidence": evidence.confidence}
+            confidence = evidence.confidence
+        if evidence.novel and not draft.novel:
+            extra["novel_overridden"] = True
+        drafted_by = f"language model {usage.model} (OpenAI-compatible endpoint"
+        drafted_by += f" at {self.host})" if self.host else ")"
+        drafted_by += "; answer repaired once" if repaired else ""
+        drafted_by += "; checked against the retrieved evidence"
+        return draft.model_copy(
+            update={
+                **text,
+                **lists,
+                "cited_incidents": kept,
+                "missing_information": missing,
+                "confidence": confidence,
+                "confidence_label": label(confidence),
+                "novel": draft.novel or evidence.novel,
+                "drafted_by": drafted_by,
+                "advisory": Draft.model_fields["advisory"].default,
+                "retrieval_trace": trace(evidence) | extra | {"llm": usage.as_dict()},
+            }
+        )
+
+
+def judge(llm: LLM, draft: Draft, expected_root_cause: str) -> tuple[float, int]:
+    """Model-graded root-cause score, 0 to 5, and the tokens the grading used."""
+    answer = llm.complete(render("judge.j2", draft=draft, expected=expected_root_cause))
+    tokens = answer.prompt_tokens + answer.completion_tokens
+    match = _CODE_FENCE.match(answer.text)
+    try:
+        data = json.loads(match.group(1) if match else answer.text)
+    except json.JSONDecodeError:
+        data = None
+    score = data.get("score") if isinstance(data, dict) else None
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 5:
+        raise LLMError(
+            f"judge model {answer.model or '?'} answered {answer.text[:200]!r}; expected a JSON "
+            'object {"score": <0-5>, "reason": "..."}; check the model supports JSON output'
+        )
+    return float(score), tokens

@@ -232,3 +232,30 @@ def test_investigate_cli_with_a_local_llm_endpoint(
     assert draft["retrieval_trace"]["invented_citations"] == ["INC-INVENTED"]
     assert draft["confidence"] < 1.0 and "fake-model" in draft["drafted_by"]
     assert "sk-test-secret" not in result.output
+
+
+def test_two_never_recorded_signals_make_a_new_kind_of_incident(kb: KnowledgeBase) -> None:
+    t = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    gpu = Anomaly(
+        "g",
+        "ml-inference",
+        "gcp",
+        "us-central1",
+        t,
+        t,
+        0.9,
+        deviations=(
+            MetricDeviation("p99_latency", "up", 1200, 200, 30, "ms"),
+            MetricDeviation("gpu_utilization", "down", 0, 70, -40, "%"),
+            MetricDeviation("gpu_temperature", "up", 96, 65, 25, "C"),
+        ),
+    )
+    evidence = Investigator(kb, tiers=("general",)).investigate(from_anomaly(gpu))
+    assert evidence.novel
+    assert "gpu_utilization, gpu_temperature never appears" in evidence.novel_reason
+    draft = OfflineReporter().draft(evidence)
+    assert draft.novel and "never appears" in draft.hypothesis
+    one_unknown = Investigator(kb, tiers=("general",), min_unknown_signals=3).investigate(
+        from_anomaly(gpu)
+    )
+    assert "never appears" not in one_unknown.novel_reason

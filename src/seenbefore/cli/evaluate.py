@@ -114,6 +114,10 @@ def _print_table(report: EvalReport, title: str) -> None:
         for name, metrics in summary(report).items():
             table.add_row(name, *(fmt(metrics[k]) for k, _ in columns))
         console.print(table)
+    console.print(
+        "[dim]ECE/Brier/AUROC: confidence as shipped, all cases. ECE*/Brier*: confidence "
+        "refitted on the fit split, measured on the held-out split.[/]"
+    )
 
 
 def eval_command(

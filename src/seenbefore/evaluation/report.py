@@ -45,7 +45,7 @@ def fmt(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
     return str(value)
 
 

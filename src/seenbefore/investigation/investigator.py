@@ -46,16 +46,28 @@ class Evidence:
     searched: dict[str, Any]
     gate: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
+    novel_reason: str = ""  # why novel, when it is
 
 
 class Investigator:
     def __init__(
-        self, kb: KnowledgeBase, *, tiers: Sequence[str], k: int = 3, exclude: Sequence[str] = ()
+        self,
+        kb: KnowledgeBase,
+        *,
+        tiers: Sequence[str],
+        k: int = 3,
+        exclude: Sequence[str] = (),
+        min_unknown_signals: int = 2,
     ) -> None:
+        """``min_unknown_signals``: an anomaly with at least this many deviating metrics that no
+        visible postmortem ever recorded is a new kind of incident (novel), whatever the text
+        retrieval found; one unfamiliar metric alone is not enough."""
         self.kb = kb
+        self.min_unknown_signals = min_unknown_signals
         self.tiers = tuple(tiers)
         self.k = k
         self.exclude = tuple(exclude)
+        self._known: tuple[tuple[int, tuple[str, ...]], frozenset[str]] | None = None
 
     def investigate(self, request: InvestigationRequest) -> Evidence:
         clock = time.perf_counter()
@@ -93,6 +105,20 @@ class Investigator:
                     signals_only_in_precedent=tuple(sorted(theirs - observed)),
                 )
             )
+        unknown = self._unknown_signals(request)
+        new_kind = len(unknown) >= self.min_unknown_signals
+        novel = bool(d["novel"]) or new_kind
+        if new_kind:
+            reason = (
+                f"the anomaly's {', '.join(unknown)} never appears among the signals of any "
+                "postmortem visible to the caller"
+            )
+        elif novel:
+            reason = (
+                f"confidence {float(d['confidence']):.2f} is below the calibrated novelty threshold"
+            )
+        else:
+            reason = ""
         timings["evidence_ms"] = round((time.perf_counter() - started) * 1000, 3)
         timings["investigate_ms"] = round((time.perf_counter() - clock) * 1000, 3)
         return Evidence(
@@ -100,7 +126,8 @@ class Investigator:
             items=tuple(items),
             confidence=float(d["confidence"]),
             confidence_label=str(d["confidence_label"]),
-            novel=bool(d["novel"]),
+            novel=novel,
+            novel_reason=reason,
             searched={
                 "query": request.query,
                 "mode": result.mode,
@@ -112,6 +139,21 @@ class Investigator:
             gate=dict(d["gate"]),
             timings=timings,
         )
+
+    def _unknown_signals(self, request: InvestigationRequest) -> list[str]:
+        """Observed signals (from a structured anomaly) that no visible postmortem ever
+        recorded: evidence that this kind of incident has not been seen before."""
+        if not request.signals:
+            return []
+        key = (self.kb.store.generation(), self.tiers)
+        if self._known is None or self._known[0] != key:
+            metas = self.kb.store.documents_meta(self.kb.store.list_ids(list(self.tiers)))
+            recorded = {_norm(s) for m in metas.values() for s in m.postmortem.signals}
+            self._known = (key, frozenset(recorded))
+        known = self._known[1]
+        if not known:
+            return []  # a knowledge base without signals says nothing either way
+        return [s for s in dict.fromkeys(request.signals) if _norm(s) not in known]
 
 
 def _norm(signal: str) -> str:

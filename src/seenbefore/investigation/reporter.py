@@ -132,6 +132,7 @@ class OfflineReporter:
                 f"{', '.join(searched.get('tiers', []))} is a credible precedent for: "
                 f'"{searched.get("query", "")}" (searched with {searched.get("mode")} retrieval).'
                 + near
+                + (f" Why: {evidence.novel_reason}." if evidence.novel_reason else "")
                 + " Treat this as a new kind of incident."
             ),
             cited_incidents=[],

@@ -12,6 +12,12 @@ echo "== ingesting examples/postmortems into $SEENBEFORE_HOME (embedding with Mi
 $SB ingest examples/postmortems --prune
 $SB stats
 
+echo
+echo "== seenbefore detect --scenario all --investigate"
+echo "   (48 h of simulated AWS/Azure/GCP telemetry with seven injected incidents; for each"
+echo "    anomaly: triage, then a drafted, cited hypothesis -- or a plain 'no precedent')"
+$SB detect --scenario all --investigate
+
 ask() {
   echo
   echo "== seenbefore search \"$1\" ${2:-}"

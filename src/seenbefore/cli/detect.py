@@ -109,6 +109,9 @@ def detect_command(
     notify: Annotated[
         bool, typer.Option(help="route anomalies by severity ([notify] config)")
     ] = False,
+    investigate: Annotated[
+        bool, typer.Option(help="draft a hypothesis for each anomaly from the knowledge base")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
@@ -118,8 +121,15 @@ def detect_command(
             telemetry, params=DetectionParams(train_minutes=train), rules=load_rules(rules)
         )
     routed = _route(report) if notify else {}
+    drafts = _investigate(report, telemetry) if investigate else {}
     if as_json:
-        print_json({**report_json(report), "routed": routed})
+        print_json(
+            {
+                **report_json(report),
+                "routed": routed,
+                "drafts": {k: d.model_dump(mode="json") for k, d in drafts.items()},
+            }
+        )
         return
     console.print(
         f"[bold]{len(report.anomalies)} anomalies[/] ({len(report.triage.duplicates)} duplicates "
@@ -132,6 +142,10 @@ def detect_command(
             f"score {a.score:.2f}  truth: {truth}  rules: {', '.join(a.rules) or '-'}"
         )
         console.print(f"     {report.signatures[a.id]}", highlight=False)
+        if a.id in drafts:
+            from seenbefore.cli.investigate import render_draft
+
+            render_draft(drafts[a.id])
     precision, recall = report.precision_recall()
     if precision is not None:
         console.print(
@@ -160,6 +174,24 @@ def _route(report: DetectionReport) -> dict[str, list[str]]:
             results = router.notify(a, report.signatures[a.id])
             routed[a.id] = [f"{ch}:{'ok' if r.ok else 'queued'}" for ch, r in results.items()]
     return routed
+
+
+def _investigate(report: DetectionReport, telemetry: Telemetry) -> dict[str, Any]:
+    from seenbefore.cli.common import caller_tiers, open_kb
+    from seenbefore.cli.investigate import make_reporter
+    from seenbefore.detection.pipeline import capacity_of
+    from seenbefore.investigation.investigator import Investigator
+    from seenbefore.investigation.query import from_anomaly
+
+    cfg = settings()
+    drafts: dict[str, Any] = {}
+    with open_kb(cfg) as kb:
+        investigator = Investigator(kb, tiers=caller_tiers(None, cfg))
+        reporter = make_reporter(cfg)
+        for a in report.anomalies:
+            request = from_anomaly(a, capacity_of(telemetry, a.service))
+            drafts[a.id] = reporter.draft(investigator.investigate(request))
+    return drafts
 
 
 def _spark(values: Any) -> str:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
+from seenbefore.cli.ingest import progress_bar
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import InputError
 from seenbefore.evaluation.calibrate import calibrate as fit
@@ -158,14 +158,7 @@ def eval_command(
         unknown = sorted({d for c in cases for d in c.relevant} - known)
         if unknown:
             raise InputError(f"cases name postmortems the knowledge base lacks: {unknown[:5]}")
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=console,
-            transient=True,
-            disable=quiet,
-        ) as bar:
+        with progress_bar(disable=quiet) as bar:
             task = bar.add_task("evaluating", total=len(cases))
 
             def tick(mode: str, done: int, total: int) -> None:

@@ -17,6 +17,19 @@ from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
 quarantine_app = typer.Typer(help="List, retry or drop documents that failed validation.")
 
 
+def progress_bar(*, disable: bool) -> Progress:
+    """The progress bar every long command shows (hidden for --json)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=disable,
+    )
+
+
 def _progress_callback(progress: Progress | None, label: str) -> Any:
     if progress is None:
         return None
@@ -47,15 +60,7 @@ def ingest(
 ) -> None:
     """Ingest postmortems: validate, chunk and store; bad documents go to quarantine."""
     with (
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-            disable=as_json,
-        ) as progress,
+        progress_bar(disable=as_json) as progress,
         open_kb() as kb,
     ):
         report = kb.ingest(
@@ -146,15 +151,7 @@ def reindex(
 ) -> None:
     """Re-embed every chunk with the active embedder (refits LSA when LSA is active)."""
     with (
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-            disable=as_json,
-        ) as progress,
+        progress_bar(disable=as_json) as progress,
         open_kb() as kb,
     ):
         result = kb.reindex(_progress_callback(progress, "embedding"))

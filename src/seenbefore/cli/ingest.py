@@ -84,6 +84,7 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
                 "updated": report.updated,
                 "superseded": report.superseded,
                 "pruned": report.pruned,
+                "flagged": [{"id": i, "kinds": k} for i, k in report.flagged],
                 "chunks_written": report.chunks_written,
                 "quarantined": [{"source": s, "reason": r} for s, r in report.quarantined],
             }
@@ -94,6 +95,11 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
         table.add_column(name, justify="right")
     table.add_row(*(str(v) for v in report.counts().values()))
     console.print(table)
+    for doc_id, kinds in report.flagged:
+        console.print(
+            f"[yellow]flagged[/] {doc_id}: text that reads like instructions to a "
+            f"language model ({', '.join(kinds)}); it is fenced as data in prompts"
+        )
     for source, reason in report.quarantined:
         console.print(f"[yellow]quarantined[/] {source}: {reason}")
     if report.quarantined:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from seenbefore.investigation.guard import scan
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
@@ -34,6 +35,7 @@ class EvidenceItem:
     signals_shared: tuple[str, ...]
     signals_not_in_precedent: tuple[str, ...]
     signals_only_in_precedent: tuple[str, ...]
+    injection_flags: tuple[str, ...] = ()  # kinds of prompt-injection patterns found in sections
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class Investigator:
                     signals_shared=tuple(sorted(observed & theirs)),
                     signals_not_in_precedent=tuple(sorted(observed - theirs)),
                     signals_only_in_precedent=tuple(sorted(theirs - observed)),
+                    injection_flags=tuple(
+                        sorted({f.kind for t in sections.values() for f in scan(t)})
+                    ),
                 )
             )
         unknown = self._unknown_signals(request)

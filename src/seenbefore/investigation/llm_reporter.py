@@ -9,7 +9,6 @@ at the Investigator's calibrated confidence, and evidence that says "novel" keep
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -21,25 +20,13 @@ import jinja2
 from pydantic import ValidationError
 
 from seenbefore.core.confidence import label
+from seenbefore.investigation.guard import fence
 from seenbefore.investigation.investigator import EVIDENCE_SECTIONS, Evidence
 from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, Message
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter, trace
 
 SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace")
-_MARKER = re.compile(r"(BEGIN|END) UNTRUSTED DATA", re.IGNORECASE)
 _CODE_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-
-
-def _fence(text: str, source_id: str) -> str:
-    """Wrap untrusted text between BEGIN/END markers naming its source. The markers carry a tag
-    derived from the text itself, so the text cannot forge its own END marker; marker-like
-    phrases inside it are defused anyway. (Stand-in until investigation/guard.py lands.)"""
-    body = _MARKER.sub(lambda m: f"{m.group(1).lower()} untrusted-data", str(text))
-    tag = hashlib.sha256(body.encode()).hexdigest()[:8]
-    return (
-        f"<<<BEGIN UNTRUSTED DATA {source_id} #{tag}>>>\n{body}\n"
-        f"<<<END UNTRUSTED DATA {source_id} #{tag}>>>"
-    )
 
 
 @cache
@@ -51,7 +38,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
-    env.filters["fence"] = _fence
+    env.filters["fence"] = fence
     return env
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seenbefore.errors import InputError, PostmortemInvalid
+from seenbefore.investigation.guard import scan
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.jsonl import FieldMapping, read_jsonl
 from seenbefore.knowledge.validate import content_hash, decode, postmortem_from_markdown
@@ -32,6 +33,7 @@ class IngestReport:
     superseded: list[str] = field(default_factory=list)
     quarantined: list[tuple[str, str]] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    flagged: list[tuple[str, list[str]]] = field(default_factory=list)  # (id, injection kinds)
     chunks_written: int = 0
 
     def counts(self) -> dict[str, int]:
@@ -169,6 +171,9 @@ class Ingestor:
                 )
             return
         seen[pm.id] = pm
+        kinds: list[str] = sorted({f.kind for f in scan(pm.body)})
+        if kinds:  # kept (it may be a genuine write-up of an attack) but flagged, every run
+            report.flagged.append((pm.id, kinds))
         previous = known.get(pm.id)
         if previous is not None and previous[0] == pm.content_hash and previous[1] == pm.source:
             report.unchanged.append(pm.id)

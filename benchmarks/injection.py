@@ -1,0 +1,182 @@
+"""Prompt-injection guard: detection on the fixture, false positives on the sample knowledge base.
+
+    .venv/bin/python benchmarks/injection.py
+
+Detection: each injection variant in tests/investigation/injection_fixture.yaml counts as caught
+when ``scan`` reports its expected kind (and, separately, when it reports anything). False
+positives: the fixture's benign SRE sentences, and every postmortem in examples/postmortems
+scanned as a whole file and chunk by chunk (``postmortem_from_markdown`` + ``chunk_postmortem``,
+the chunks retrieval hands to the investigator). Every flagged sample-KB excerpt is listed so a
+person can judge it. Also prints scan throughput (a figure only; nothing here asserts on time).
+Prints tables and writes benchmarks/results/injection.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from seenbefore.investigation.guard import KINDS, Finding, scan
+from seenbefore.knowledge.chunking import chunk_postmortem
+from seenbefore.knowledge.validate import postmortem_from_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "investigation" / "injection_fixture.yaml"
+SAMPLE_KB = ROOT / "examples" / "postmortems"
+RESULTS = ROOT / "benchmarks" / "results" / "injection.json"
+
+console = Console()
+if not console.is_terminal:
+    console.width = 120
+
+
+def rate(hits: int, total: int) -> str:
+    return f"{hits}/{total} ({hits / total:.1%})" if total else "0/0"
+
+
+def fixture_figures(fixture: dict[str, Any]) -> dict[str, Any]:
+    injections: list[dict[str, str]] = fixture["injections"]
+    benign: list[str] = fixture["benign"]
+    by_kind: dict[str, list[int]] = {kind: [0, 0] for kind in KINDS}
+    right_kind = any_kind = 0
+    missed: list[dict[str, Any]] = []
+    for case in injections:
+        kinds = {finding.kind for finding in scan(case["text"])}
+        by_kind[case["kind"]][1] += 1
+        any_kind += bool(kinds)
+        if case["kind"] in kinds:
+            right_kind += 1
+            by_kind[case["kind"]][0] += 1
+        else:
+            missed.append({"id": case["id"], "expected": case["kind"], "got": sorted(kinds)})
+    flagged_benign = [
+        {"text": text, "findings": [f.kind for f in scan(text)]} for text in benign if scan(text)
+    ]
+    return {
+        "variants": len(injections),
+        "detected_right_kind": right_kind,
+        "detected_any_kind": any_kind,
+        "by_kind": {kind: {"hits": h, "total": t} for kind, (h, t) in by_kind.items() if t},
+        "missed": missed,
+        "benign": len(benign),
+        "benign_flagged": flagged_benign,
+    }
+
+
+def sample_kb_figures(folder: Path) -> dict[str, Any]:
+    paths = sorted(folder.glob("*.md"))
+    flagged_docs: set[str] = set()
+    chunks = flagged_chunks = 0
+    chars = 0
+    seconds = 0.0
+    listed: list[dict[str, Any]] = []
+
+    def timed_scan(text: str) -> list[Finding]:
+        nonlocal chars, seconds
+        start = time.perf_counter()
+        found = scan(text)
+        seconds += time.perf_counter() - start
+        chars += len(text)
+        return found
+
+    for path in paths:
+        source = str(path.relative_to(ROOT))
+        text = path.read_text(encoding="utf-8")
+        doc_findings = timed_scan(text)
+        pm = postmortem_from_markdown(source, text)
+        chunk_findings = []
+        for chunk in chunk_postmortem(pm):
+            chunks += 1
+            found = timed_scan(chunk.text)
+            flagged_chunks += bool(found)
+            chunk_findings.extend((chunk.position, f) for f in found)
+        if doc_findings or chunk_findings:
+            flagged_docs.add(source)
+        for f in doc_findings:
+            listed.append({"source": source, "where": "document", **finding_json(f)})
+        for position, f in chunk_findings:
+            listed.append({"source": source, "where": f"chunk {position}", **finding_json(f)})
+    return {
+        "documents": len(paths),
+        "documents_flagged": len(flagged_docs),
+        "chunks": chunks,
+        "chunks_flagged": flagged_chunks,
+        "findings": listed,
+        "scanned_chars": chars,
+        "scan_seconds": seconds,
+    }
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {"kind": finding.kind, "start": finding.start, "excerpt": finding.excerpt}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fixture", type=Path, default=FIXTURE)
+    parser.add_argument("--kb", type=Path, default=SAMPLE_KB, help="folder of postmortem .md")
+    args = parser.parse_args()
+    if not args.kb.is_dir():
+        console.print(f"[red]knowledge base folder {args.kb} not found[/red]")
+        return 2
+    fixture = fixture_figures(yaml.safe_load(args.fixture.read_text(encoding="utf-8")))
+    kb = sample_kb_figures(args.kb)
+
+    table = Table(title="Prompt-injection guard")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row(
+        "fixture variants detected (right kind)",
+        rate(fixture["detected_right_kind"], fixture["variants"]),
+    )
+    table.add_row(
+        "fixture variants detected (any kind)",
+        rate(fixture["detected_any_kind"], fixture["variants"]),
+    )
+    table.add_row(
+        "fixture benign sentences flagged",
+        rate(len(fixture["benign_flagged"]), fixture["benign"]),
+    )
+    table.add_row("sample KB documents flagged", rate(kb["documents_flagged"], kb["documents"]))
+    table.add_row("sample KB chunks flagged", rate(kb["chunks_flagged"], kb["chunks"]))
+    mb_per_s = kb["scanned_chars"] / 1e6 / kb["scan_seconds"] if kb["scan_seconds"] else 0.0
+    table.add_row("scan throughput (sample KB, single thread)", f"{mb_per_s:.2f} M chars/s")
+    console.print(table)
+
+    kinds = Table(title="Detection by expected kind")
+    kinds.add_column("kind")
+    kinds.add_column("caught", justify="right")
+    for kind, counts in fixture["by_kind"].items():
+        kinds.add_row(kind, rate(counts["hits"], counts["total"]))
+    console.print(kinds)
+
+    for miss in fixture["missed"]:
+        console.print(f"missed {miss['id']}: expected {miss['expected']}, got {miss['got']}")
+    for item in fixture["benign_flagged"]:
+        console.print(f"benign flagged {item['findings']}: {item['text']}")
+    if kb["findings"]:
+        flagged = Table(title="Flagged sample-KB excerpts (judge these)")
+        for column in ("source", "where", "kind", "excerpt"):
+            flagged.add_column(column)
+        for item in kb["findings"]:
+            flagged.add_row(item["source"], item["where"], item["kind"], item["excerpt"])
+        console.print(flagged)
+    else:
+        console.print("No sample-KB document or chunk was flagged.")
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"fixture": fixture, "sample_kb": kb}, indent=2) + "\n")
+    console.print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

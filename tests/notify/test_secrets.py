@@ -85,3 +85,11 @@ def test_redact_masks_the_longest_form_first(client: httpx.Client) -> None:
     SlackNotifier("https://chat.example.test/hooks/abc/LONGSECRET99", client=client)
     assert redact("to https://chat.example.test/hooks/abc/LONGSECRET99 now") == "to [redacted] now"
     assert redact("path /hooks/abc/LONGSECRET99") == "path [redacted]"
+
+
+def test_a_short_registered_secret_cannot_break_slack_url_masking() -> None:
+    from seenbefore.notify.redact import register_secret
+
+    register_secret("/hook")  # e.g. the path of a test webhook, registered process-wide
+    text = redact("POST https://hooks.slack.com/services/T1/B1/abcSecret failed")
+    assert "abcSecret" not in text and "T1/B1" not in text

@@ -69,7 +69,7 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 def _win(n: int) -> str:
     """Up to ``n`` characters, lazily, without crossing a blank line."""
-    return rf"(?:(?!\n[^\S\n]*\n)[\s\S]){{0,{n}}}?"
+    return rf"(?:(?!\n[^\S\n]{{0,40}}\n)[\s\S]){{0,{n}}}?"
 
 
 _AI = (
@@ -122,14 +122,14 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
         rf"{_IGNORE} (?:{_DET} ){{0,3}}(?:{_QUAL} ){{1,2}}(?:instructions?|prompts?|directions"
         r"|directives|rules|guidelines|guardrails|constraints|context|programming|polic(?:y|ies)"
         r"|restrictions)\b",
-        rf"{_IGNORE} (?:all (?:of )?)?(?:your|all|any) (?:\w+ )?(?:instructions|prompts?"
+        rf"{_IGNORE} (?:all (?:of )?)?(?:your|all|any) (?:[^\W_]+ )?(?:instructions|prompts?"
         r"|directives|guidelines|guardrails|programming)\b",
         rf"{_IGNORE} (?:(?:all|everything|anything) )?(?:(?:of )?(?:the|that|this) )?(?:above"
         r"|before)(?: (?:this|that) (?:line|point|message|sentence))?"
         r"(?=\s*(?:$|[.,;:!)]|and\b|instead\b|then\b))",
         r"\b(?:forget|ignore|disregard) (?:everything|all|anything|what) (?:that )?you(?: were"
         r"|'ve been| have been) (?:told|given|instructed)",
-        r"\byou are now (?:an? |the |in |my )?(?:[\w-]+ ){0,2}?(?:AI|assistant|model|bot|chatbot"
+        r"\byou are now (?:an? |the |in |my )?(?:[^\W_]+(?:-[^\W_]+)* ){0,2}?(?:AI|assistant|model|bot|chatbot"
         r"|agent|persona|character|DAN|jailbroken|unrestricted|unfiltered|uncensored"
         r"|no longer bound|(?:dev|developer|god|admin|debug|sudo|jailbreak|DAN|unrestricted) mode)\b",
         r"\b(?:new|real|actual|true|hidden|secret|override) (?:system )?(?:instructions?|prompt"
@@ -156,7 +156,7 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
     "tool_call": (
         r"\b(?:call|invoke|use|trigger|execute) (?:the )?[`'\"]?[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
         r"[`'\"]? tool\b",
-        r"\b(?:call|invoke) (?:the|this|that|a|your) tool\b|\buse your (?:\w+ )?(?:tools|browsing"
+        r"\b(?:call|invoke) (?:the|this|that|a|your) tool\b|\buse your (?:[^\W_]+ )?(?:tools|browsing"
         r"|code interpreter|function calling|plugins?)\b"
         r"|\b(?:make|issue|perform|emit) an? (?:tool|function) call\b",
         r"</?(?:tool_call|function_call|function_calls|tool_use|invoke)\b[^>]*>|\"tool_calls?\"\s*:",
@@ -168,12 +168,12 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
     "secret_request": (
         rf"{_IMP}(?:reveal|print|output|display|show|dump|leak|share|send|repeat|echo|disclose"
         r"|expose|tell me|give me|paste|post|return|include|list|write out|exfiltrate|recite)"
-        rf" (?:\w+ ){{0,4}}?your (?:\w+ ){{0,2}}?{_SECRET}",
-        rf"{_IMP}(?:reveal|leak|disclose|exfiltrate|expose) (?:\w+ ){{0,4}}?{_SECRET}",
+        rf" (?:[^\W_]+ ){{0,4}}?your (?:[^\W_]+ ){{0,2}}?{_SECRET}",
+        rf"{_IMP}(?:reveal|leak|disclose|exfiltrate|expose) (?:[^\W_]+ ){{0,4}}?{_SECRET}",
         rf"{_IMP}(?:print|output|display|dump|repeat|echo|recite|list|show) (?:the )?(?:all|every"
         rf"|any|full|entire|complete|contents of|exact|values? of)(?: (?:the|of|your))* {_SECRET}",
         rf"\b(?:append|add|include|embed|encode|send|post|upload|forward|email|attach)"
-        rf" (?:\w+ ){{0,4}}?{_SECRET} (?:\w+ ){{0,4}}?(?:to|in|into|as) (?:\w+ ){{0,3}}?(?:url"
+        rf" (?:[^\W_]+ ){{0,4}}?{_SECRET} (?:[^\W_]+ ){{0,4}}?(?:to|in|into|as) (?:[^\W_]+ ){{0,3}}?(?:url"
         r"|link|image|query(?: string)?|parameter|https?://|endpoint|webhook|[\w.+-]+@[\w-]+\.)",
         rf"{_ADDRESS}{_win(200)}{_SECRET}",
     ),

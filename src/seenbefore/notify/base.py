@@ -35,6 +35,7 @@ class Notification:
     summary: str
     action: EventAction = "trigger"
     thread_ts: str | None = None  # Slack: post as a reply in this thread
+    draft: dict[str, Any] | None = None  # a drafted hypothesis that follows the anomaly
 
     def to_json(self) -> str:
         return json.dumps(
@@ -43,6 +44,7 @@ class Notification:
                 "summary": self.summary,
                 "action": self.action,
                 "thread_ts": self.thread_ts,
+                "draft": self.draft,
             },
             sort_keys=True,
         )
@@ -58,6 +60,7 @@ class Notification:
             summary=str(data["summary"]),
             action=cast(EventAction, action),
             thread_ts=data.get("thread_ts"),
+            draft=data.get("draft"),
         )
 
 

@@ -97,7 +97,27 @@ def _custom_details(message: Notification) -> dict[str, Any]:
         ],
         "normal": list(anomaly.normal),
         "rules": list(anomaly.rules),
+        **({"draft": _draft_details(message.draft)} if message.draft is not None else {}),
     }
+
+
+def _draft_details(draft: dict[str, Any]) -> dict[str, Any]:
+    """The draft as it rides along: sent as a trigger with the same dedup_key, which PagerDuty
+    merges into the open alert, updating its custom details."""
+    keep = (
+        "summary",
+        "hypothesis",
+        "cited_incidents",
+        "confidence",
+        "confidence_label",
+        "novel",
+        "mitigations",
+        "suggested_checks",
+        "missing_information",
+        "drafted_by",
+        "advisory",
+    )
+    return {k: draft[k] for k in keep if k in draft}
 
 
 def pagerduty_event(message: Notification, routing_key: str) -> dict[str, Any]:

@@ -42,10 +42,11 @@ def redact(text: str) -> str:
     """``text`` with every registered secret and any Slack webhook URL replaced by ``MASK``."""
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)  # longest first: a URL before its path
+    text = _SLACK_HOOK.sub(MASK, text)  # first: a short registered secret could break the URL
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
-    return _SLACK_HOOK.sub(MASK, text)
+    return text
 
 
 class RedactingFilter(logging.Filter):

@@ -19,7 +19,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Self
+from typing import Any, Self
 
 from seenbefore.errors import ConfigError
 from seenbefore.notify.base import (
@@ -158,6 +158,18 @@ class Router:
     ) -> dict[str, DeliveryResult]:
         """Build a notification for ``anomaly`` (``summary`` is its signature text) and dispatch."""
         return self.dispatch(Notification(anomaly, summary, action=action, thread_ts=thread_ts))
+
+    def notify_draft(
+        self,
+        anomaly: Anomaly,
+        summary: str,
+        draft: dict[str, Any],
+        *,
+        thread_ts: str | None = None,
+    ) -> dict[str, DeliveryResult]:
+        """Send the drafted hypothesis after its anomaly, to the same channels: a Slack follow-up
+        (threaded when ``thread_ts`` is known) and a PagerDuty trigger with the same dedup_key."""
+        return self.dispatch(Notification(anomaly, summary, thread_ts=thread_ts, draft=dict(draft)))
 
     def dispatch(self, message: Notification) -> dict[str, DeliveryResult]:
         """Deliver ``message`` to each routed channel; failures go to the outbox. Never raises."""

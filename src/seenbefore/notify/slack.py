@@ -69,8 +69,55 @@ def window_text(start: dt.datetime, end: dt.datetime) -> str:
     return f"{start:%Y-%m-%d %H:%M} → {end.strftime(end_format)} UTC ({minutes} min)"
 
 
+def draft_payload(message: Notification) -> dict[str, Any]:
+    """A drafted hypothesis following its anomaly: in the anomaly's thread when ``thread_ts`` is
+    known (incoming webhooks do not return one; a bot posting with chat.postMessage does)."""
+    anomaly, draft = message.anomaly, message.draft or {}
+    novel = bool(draft.get("novel"))
+    header = (
+        f"No precedent for the {anomaly.service} anomaly"
+        if novel
+        else f"Seen before? Draft for the {anomaly.service} anomaly"
+    )
+    cited = draft.get("cited_incidents") or []
+    precedent = (
+        "none: no credible precedent in the knowledge base" if novel or not cited else str(cited[0])
+    )
+    confidence = f"{float(draft.get('confidence', 0.0)):.2f} ({draft.get('confidence_label', '?')})"
+    payload: dict[str, Any] = {
+        "text": truncate(escape(f"{header}: {draft.get('summary', '')}"), FALLBACK_MAX),
+        "blocks": [
+            {
+                "type": "header",
+                "text": {"type": "plain_text", "text": truncate(header, HEADER_MAX), "emoji": True},
+            },
+            {
+                "type": "section",
+                "fields": [
+                    mrkdwn(f"*Top precedent*\n{precedent}", FIELD_MAX),
+                    mrkdwn(f"*Confidence*\n{confidence}", FIELD_MAX),
+                ],
+            },
+            {"type": "section", "text": mrkdwn(str(draft.get("hypothesis", "")))},
+            {
+                "type": "context",
+                "elements": [
+                    mrkdwn(
+                        f"{draft.get('drafted_by', '')} · anomaly {anomaly.id} · advisory: a person decides"
+                    )
+                ],
+            },
+        ],
+    }
+    if message.thread_ts:
+        payload["thread_ts"] = message.thread_ts
+    return payload
+
+
 def slack_payload(message: Notification) -> dict[str, Any]:
     """The incoming-webhook JSON body for ``message``."""
+    if message.draft is not None:
+        return draft_payload(message)
     anomaly = message.anomaly
     severity = anomaly.severity or "unrated"
     header = f"{_ACTION_PREFIX[message.action]}{severity} anomaly on {anomaly.service}"

@@ -120,8 +120,8 @@ def detect_command(
         report = detect(
             telemetry, params=DetectionParams(train_minutes=train), rules=load_rules(rules)
         )
-    routed = _route(report) if notify else {}
     drafts = _investigate(report, telemetry) if investigate else {}
+    routed = _route(report, drafts) if notify else {}
     if as_json:
         print_json(
             {
@@ -164,7 +164,8 @@ class _nullcontext:
         return None
 
 
-def _route(report: DetectionReport) -> dict[str, list[str]]:
+def _route(report: DetectionReport, drafts: dict[str, Any]) -> dict[str, list[str]]:
+    """Route each anomaly by severity; its draft, when there is one, follows it."""
     router = _router()
     if router is None:
         return {}
@@ -173,6 +174,13 @@ def _route(report: DetectionReport) -> dict[str, list[str]]:
         for a in report.anomalies:
             results = router.notify(a, report.signatures[a.id])
             routed[a.id] = [f"{ch}:{'ok' if r.ok else 'queued'}" for ch, r in results.items()]
+            if a.id in drafts:
+                follow = router.notify_draft(
+                    a, report.signatures[a.id], drafts[a.id].model_dump(mode="json")
+                )
+                routed[a.id] += [
+                    f"{ch} draft:{'ok' if r.ok else 'queued'}" for ch, r in follow.items()
+                ]
     return routed
 
 

@@ -129,7 +129,8 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
         r"(?=\s*(?:$|[.,;:!)]|and\b|instead\b|then\b))",
         r"\b(?:forget|ignore|disregard) (?:everything|all|anything|what) (?:that )?you(?: were"
         r"|'ve been| have been) (?:told|given|instructed)",
-        r"\byou are now (?:an? |the |in |my )?(?:[^\W_]+(?:-[^\W_]+)* ){0,2}?(?:AI|assistant|model|bot|chatbot"
+        r"\byou are now (?:an? |the |in |my )?(?:[^\W_]+(?:-[^\W_]+)* ){0,2}?"
+        r"(?:AI|assistant|model|bot|chatbot"
         r"|agent|persona|character|DAN|jailbroken|unrestricted|unfiltered|uncensored"
         r"|no longer bound|(?:dev|developer|god|admin|debug|sudo|jailbreak|DAN|unrestricted) mode)\b",
         r"\b(?:new|real|actual|true|hidden|secret|override) (?:system )?(?:instructions?|prompt"

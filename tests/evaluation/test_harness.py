@@ -177,3 +177,61 @@ def test_eval_cli_on_a_directory_it_has_never_seen(
     )
     assert regressed.exit_code == 1
     assert any("sparse: mrr 1.500" in r for r in json.loads(regressed.stdout)["regressions"])
+
+
+@pytest.mark.llm
+def test_eval_adds_graded_root_cause_and_tokens_with_an_llm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.investigation.fake_openai import FakeOpenAI, chat
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name, text in {
+        "POOL": "database connections exhausted",
+        "DNS": "resolver servfail",
+    }.items():
+        body = f"## Summary\n{text}.\n\n## Root cause\n{text} because of a change.\n"
+        (kb / f"{name}.md").write_text(postmortem_text(name, title=f"{name} outage", body=body))
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "p.yaml").write_text(
+        "query: connections exhausted on the database\nexpected: [POOL]\n"
+    )
+    (cases / "g.yaml").write_text("query: gpu xid errors thermal\nexpect_novel: true\n")
+    # one answer that is both a valid draft and a valid grade, for every call
+    universal = json.dumps(
+        {
+            "summary": "s",
+            "hypothesis": "h",
+            "cited_incidents": ["POOL"],
+            "suggested_checks": [],
+            "mitigations": [],
+            "confidence": 0.5,
+            "confidence_label": "medium",
+            "novel": False,
+            "missing_information": [],
+            "staleness_note": None,
+            "score": 4,
+            "reason": "close",
+        }
+    )
+    with FakeOpenAI([chat(universal) for _ in range(10)]) as server:
+        monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("SEENBEFORE_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("SEENBEFORE_LLM_MODEL", "fake-model")
+        result = CliRunner().invoke(
+            app, ["eval", "--kb", str(kb), "--cases", str(cases), "--embedders", "lsa", "--json"]
+        )
+        judged = (
+            [m for m in server.messages_all() if "Score the hypothesis" in m]
+            if hasattr(server, "messages_all")
+            else None
+        )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    row = payload["modes"]["investigation (LLM)"]
+    assert row["graded_root_cause"] == 4.0 and row["tokens_per_case"] > 0
+    assert payload["modes"]["sparse"]["graded_root_cause"] is None
+    assert "graded 0-5 by fake-model" in payload["header"]["graded root cause"]
+    assert judged is None or len(judged) == 1

@@ -30,6 +30,7 @@ from seenbefore.evaluation.report import (
 )
 from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.evaluation.suite import build_suite, default_kb_dir, sample_files
+from seenbefore.investigation.llm import llm_from_settings
 from seenbefore.kb import KnowledgeBase
 
 
@@ -105,7 +106,12 @@ def _overlaps(cases: list[Case], kb: KnowledgeBase, tiers: tuple[str, ...]) -> d
 
 def _print_table(report: EvalReport, title: str) -> None:
     """Two tables (quality, then calibration and latency) so each fits a terminal."""
-    groups = (COLUMNS[:5], COLUMNS[5:])
+    rows = summary(report)
+    drafted = any(
+        m.get("graded_root_cause") is not None or m.get("tokens_per_case") is not None
+        for m in rows.values()
+    )
+    groups = (COLUMNS[:5], COLUMNS[5:12], *((COLUMNS[12:],) if drafted else ()))
     for index, columns in enumerate(groups):
         table = Table(title=title if index == 0 else None)
         table.add_column("mode", no_wrap=True)
@@ -164,7 +170,15 @@ def eval_command(
             def tick(mode: str, done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total, description=mode)
 
-            report = evaluate(cases, suite.pipelines(), seed=seed, progress=tick)
+            pipelines = suite.pipelines()
+            llm = llm_from_settings(cfg.model_dump())
+            if llm is not None:
+                pipelines["investigation (LLM)"] = suite.investigation_pipeline(llm)
+            try:
+                report = evaluate(cases, pipelines, seed=seed, progress=tick)
+            finally:
+                if llm is not None and hasattr(llm, "close"):
+                    llm.close()
         report.notes = suite.notes + suite.gate_notes()
         overlaps = _overlaps(cases, first, suite.tiers)
         label = "self-test" if self_test else f"cases {cases_dir or 'packaged'}"
@@ -175,8 +189,13 @@ def eval_command(
             "held-out split": f"calibration refit on {len(report.fit_ids)} cases, "
             f"reported on {len(report.held_ids)} (seed {seed})",
             "notes": "; ".join(report.notes) or "-",
-            "graded root cause": "offline: a model-graded score of an extractive draft is not a "
-            "quality signal, so it is omitted",
+            "graded root cause": (
+                f"graded 0-5 by {cfg.llm_model} against the expected postmortem's root cause "
+                "(investigation (LLM) row), with tokens per case"
+                if llm is not None
+                else "offline: a model-graded score of an extractive draft is not a quality signal, "
+                "so it is omitted"
+            ),
         }
         payload: dict[str, Any] = {
             "header": header,

@@ -13,10 +13,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from seenbefore.config import Settings
 from seenbefore.errors import InputError
-from seenbefore.evaluation.harness import Pipeline, kb_pipeline
+from seenbefore.evaluation.cases import Case
+from seenbefore.evaluation.harness import Pipeline, PipelineOutput, kb_pipeline
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.ingest import discover
 from seenbefore.retrieval.cache import CachingEmbedder
@@ -48,6 +50,44 @@ class Suite:
         if "lsa" in self.kbs:
             out["gated (LSA)"] = kb_pipeline(self.kbs["lsa"], "hybrid", tiers=self.tiers)
         return out
+
+    def investigation_pipeline(self, llm: Any) -> Pipeline:
+        """Investigation with the LLM reporter, graded by the same endpoint (judge.j2) against the
+        expected postmortem's root cause: the draft-level measures."""
+        from seenbefore.investigation.investigator import Investigator
+        from seenbefore.investigation.llm_reporter import LLMReporter, judge
+        from seenbefore.investigation.query import from_text
+
+        kb = self.kbs.get("minilm") or next(iter(self.kbs.values()))
+        reporter = LLMReporter(llm)
+
+        def run(case: Case) -> PipelineOutput:
+            investigator = Investigator(kb, tiers=self.tiers, k=3, exclude=case.exclude)
+            evidence = investigator.investigate(from_text(case.query))
+            draft = reporter.draft(evidence)
+            usage = draft.retrieval_trace.get("llm", {})
+            tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+            graded = None
+            if case.expected:
+                metas = kb.store.documents_meta([case.expected[0]])
+                section = metas[case.expected[0]].postmortem.section("root_cause")
+                if section is not None:
+                    graded, judge_tokens = judge(llm, draft, section.text)
+                    tokens += judge_tokens
+            ranking = list(
+                dict.fromkeys([*draft.cited_incidents, *(i.doc_id for i in evidence.items)])
+            )
+            return PipelineOutput(
+                ranking,
+                draft.confidence,
+                draft.novel,
+                {},
+                draft=draft,
+                graded_score=graded,
+                tokens=tokens,
+            )
+
+        return run
 
     def gate_notes(self) -> list[str]:
         return [f"gate ({name}): {kb.gate().reason}" for name, kb in self.kbs.items()]

@@ -160,7 +160,7 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
         r"\b(?:call|invoke) (?:the|this|that|a|your) tool\b|\buse your (?:[^\W_]+ )?(?:tools|browsing"
         r"|code interpreter|function calling|plugins?)\b"
         r"|\b(?:make|issue|perform|emit) an? (?:tool|function) call\b",
-        r"</?(?:tool_call|function_call|function_calls|tool_use|invoke)\b[^>]*>|\"tool_calls?\"\s*:",
+        r"</?(?:tool_call|function_call|function_calls|tool_use|invoke)\b[^>]{0,500}>|\"tool_calls?\"\s*:",
         rf"{_EXEC}[^.\n]{{0,80}}\bwithout (?:asking|telling|informing|notifying|confirming with"
         r"|showing) (?:the )?(?:user|human|operator)\b"
         r"|\bsilently (?:run|execute|call|invoke|send|fetch|post|curl)\b",
@@ -179,14 +179,14 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
         rf"{_ADDRESS}{_win(200)}{_SECRET}",
     ),
     "hidden_markup": (
-        r"<(?:script|iframe|object|embed)\b|<[a-z]+\b[^>]*\bon(?:error|load|mouseover|click"
+        r"<(?:script|iframe|object|embed)\b|<[a-z]+\b[^>]{0,500}\bon(?:error|load|mouseover|click"
         r"|focus)\s*=",
-        r"<[a-z]+\b[^>]*\bstyle\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:\s*hidden"
+        r"<[a-z]+\b[^>]{0,500}\bstyle\s*=\s*[\"'][^\"']{0,500}(?:display\s*:\s*none|visibility\s*:\s*hidden"
         r"|font-size\s*:\s*0*(?:\.\d+)?(?:px|pt|em|rem|%)?\s*(?:;|[\"'])"
         r"|opacity\s*:\s*0*(?:\.0+)?\s*(?:;|[\"'])"
         r"|(?<![\w-])color\s*:\s*(?:#fff(?:fff)?|white|transparent)\b)",
-        r"<font\b[^>]*\bcolor\s*=\s*[\"']?(?:white|#fff(?:fff)?)\b"
-        r"|<[a-z]+\b[^>]*\s(?:hidden|aria-hidden\s*=\s*[\"']?true)\b[^>]*>",
+        r"<font\b[^>]{0,500}\bcolor\s*=\s*[\"']?(?:white|#fff(?:fff)?)\b"
+        r"|<[a-z]+\b[^>]{0,500}\s(?:hidden|aria-hidden\s*=\s*[\"']?true)\b[^>]{0,500}>",
     ),
     "javascript_link": (
         r"\]\(\s*<?\s*(?:javascript|vbscript|livescript|data\s*:\s*text/html)\s*:?"
@@ -200,7 +200,7 @@ _COMMENT = re.compile(r"<!--([\s\S]*?)(?:-->|$)")
 _AI_WORDS = _rx(rf"{_AI}|\bassistant\b|\bsystem prompt\b")
 _IMAGE = _rx(
     r"!\[[^\]\n]{0,300}\]\(\s*<?(https?://[^\s)>]+)"
-    r"|<img\b[^>]*\bsrc\s*=\s*[\"']?(https?://[^\s\"'>]+)"
+    r"|<img\b[^>]{0,500}\bsrc\s*=\s*[\"']?(https?://[^\s\"'>]+)"
 )
 _LINK = _rx(r"(?<!!)\[[^\]\n]{0,300}\]\(\s*<?(https?://[^\s)]+)")
 _PLACEHOLDER = re.compile(r"[{}<>\[\]$]|%7B|%24|%3C", re.IGNORECASE)

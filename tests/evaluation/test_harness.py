@@ -223,15 +223,9 @@ def test_eval_adds_graded_root_cause_and_tokens_with_an_llm(
         result = CliRunner().invoke(
             app, ["eval", "--kb", str(kb), "--cases", str(cases), "--embedders", "lsa", "--json"]
         )
-        judged = (
-            [m for m in server.messages_all() if "Score the hypothesis" in m]
-            if hasattr(server, "messages_all")
-            else None
-        )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     row = payload["modes"]["investigation (LLM)"]
     assert row["graded_root_cause"] == 4.0 and row["tokens_per_case"] > 0
     assert payload["modes"]["sparse"]["graded_root_cause"] is None
     assert "graded 0-5 by fake-model" in payload["header"]["graded root cause"]
-    assert judged is None or len(judged) == 1

@@ -31,8 +31,10 @@ INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u202a-\u202e\u2066-\u2069\U00
 def test_fixture_is_big_enough_and_uses_known_kinds() -> None:
     assert len(INJECTIONS) >= 24
     assert len(BENIGN) >= 15
-    assert len({case["id"] for case in INJECTIONS}) == len(INJECTIONS)
+    cases = INJECTIONS + FIXTURE["known_misses"]
+    assert len({case["id"] for case in cases}) == len(cases)
     assert {case["kind"] for case in INJECTIONS} == set(KINDS)
+    assert {case["kind"] for case in cases} <= set(KINDS)
 
 
 @pytest.mark.parametrize("case", INJECTIONS, ids=[case["id"] for case in INJECTIONS])
@@ -100,10 +102,12 @@ def test_base64_that_decodes_to_ordinary_text_is_not_flagged() -> None:
     assert [f.kind for f in scan(f"payload={bad}")] == ["encoded_instruction"]
 
 
-def test_scan_handles_empty_and_large_text() -> None:
+def test_scan_handles_empty_large_and_adversarial_text() -> None:
     assert scan("") == []
-    big = " ".join(BENIGN) * 50  # about 200 kB of prose: the scanner must stay usable on it
-    assert scan(big) == []
+    assert scan(" ".join(BENIGN) * 20) == []  # about 150 kB of prose
+    # Inputs that made earlier, unbounded patterns backtrack quadratically.
+    for text in ("<span " * 5_000, " " * 50_000, "\n" * 50_000, "reveal " + "x_" * 20_000):
+        assert scan(text) == []
 
 
 def test_sanitize_for_display_removes_invisible_and_control_characters() -> None:

@@ -100,6 +100,7 @@ _SECRET = (
     r"|polic(?:y|ies)|hash\w*|manager|store|vault|expir\w*|refresh|change|scann\w*|length|age"
     r"|version|validation|claims?|bucket|limit\w*|count|lifetime|ttl|cache|endpoint|issuer)\b)"
 )
+# Where an imperative can start: a line, a sentence or clause, or after a softener.
 _IMP = r"(?:(?:^|(?<=[.!?:;>*(\[\"'`-]))[\t\x20]*|\b(?:please|now|then|and|also|just|instead) )"
 _IGNORE = r"\b(?:ignore|ignoring|disregard|disregarding|forget|override|overriding|bypass|discard)"
 _QUAL = r"(?:previous|previously|prior|preceding|above|earlier|foregoing|original|initial|system)"

@@ -1,4 +1,4 @@
-"""Keyword search: BM25 over chunks, aggregated to documents, filtered before scoring."""
+"""Keyword search through the store (FTS5 BM25): best chunk per document, filtered before ranking."""
 
 from __future__ import annotations
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from corpora import alert_length, chunk_counts, plan, scifact_markdown, scifact_queries
+from seenbefore.cli.ingest import progress_bar
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.validate import postmortem_from_markdown
@@ -65,17 +65,6 @@ if not console.is_terminal:
     console.width = 120
 
 
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-
-
 def percentiles(ms: list[float]) -> dict[str, float]:
     p50, p95, p99 = np.percentile(np.asarray(ms), [50, 95, 99])
     return {"n": len(ms), "p50_ms": float(p50), "p95_ms": float(p95), "p99_ms": float(p99)}
@@ -92,7 +81,7 @@ def time_queries(
         sparse_search(store, queries[0], filters, k=10)  # warm the page cache
         ms: list[float] = []
         hits = 0
-        with progress_bar() as bar:
+        with progress_bar(disable=False) as bar:
             task = bar.add_task(f"{label}, {name}", total=len(runs))
             for q in runs:
                 start = time.perf_counter()
@@ -151,7 +140,7 @@ def ingest_scifact(path: Path, items: Iterable[tuple[str, str]], total: int) -> 
     store = SQLiteStore(path)
     docs = chunks = 0
     seconds = 0.0
-    with progress_bar() as bar:
+    with progress_bar(disable=False) as bar:
         task = bar.add_task(f"ingest {path.stem}", total=total)
         for source, text in items:
             start = time.perf_counter()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -116,7 +117,7 @@ def detect_command(
 ) -> None:
     """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
     telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus)
-    with console.status("fitting and scoring", spinner="dots") if not as_json else _nullcontext():
+    with console.status("fitting and scoring", spinner="dots") if not as_json else nullcontext():
         report = detect(
             telemetry, params=DetectionParams(train_minutes=train), rules=load_rules(rules)
         )
@@ -154,14 +155,6 @@ def detect_command(
         )
     if notify:
         console.print(f"routed: {routed or 'nothing (no [notify] configuration)'}")
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _route(report: DetectionReport, drafts: dict[str, Any]) -> dict[str, list[str]]:
@@ -310,9 +303,7 @@ def nab(
 
     started = time.perf_counter()
     with (
-        console.status("streaming NAB files through the detector")
-        if not as_json
-        else _nullcontext()
+        console.status("streaming NAB files through the detector") if not as_json else nullcontext()
     ):
         report = run_nab(
             data,

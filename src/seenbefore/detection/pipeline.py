@@ -116,25 +116,30 @@ def detect(
             if h.index >= params.train_minutes
         ]
     result = triage.process(anomalies, hits)
-    result.kept = [_locate(a, telemetry) for a in result.kept]
+    metric_of = {r.name: r.metric for r in rules}
+    result.kept = [_locate(a, telemetry, metric_of, params.window) for a in result.kept]
     signatures = {a.id: render_signature(a, capacity_of(telemetry, a.service)) for a in result.kept}
     matches = {a.id: _match(a, telemetry.incidents) for a in result.kept}
     return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches)
 
 
-def _locate(anomaly: Anomaly, telemetry: Telemetry) -> Anomaly:
-    """Rule-only anomalies get their service's cloud/region and the rule metrics' values."""
+def _locate(
+    anomaly: Anomaly, telemetry: Telemetry, metric_of: dict[str, str], window: int
+) -> Anomaly:
+    """Rule-only anomalies get their service's cloud/region and the values of the metrics their
+    rules watch, against the median of the ``window`` points before."""
     if anomaly.cloud:
         return anomaly
     spec = telemetry.services[anomaly.service]
     index = telemetry.timestamps.index(anomaly.start)
     deviations = []
     series = telemetry.series[anomaly.service]
-    for hit_metric in _rule_metrics(anomaly):
+    watched = dict.fromkeys(metric_of[name] for name in anomaly.rules if name in metric_of)
+    for hit_metric in watched:
         if hit_metric in series:
             values = series[hit_metric]
             baseline = float(
-                np.median(values[max(0, index - 240) : index] if index else values[:1])
+                np.median(values[max(0, index - window) : index] if index else values[:1])
             )
             value = float(values[index])
             deviations.append(
@@ -150,11 +155,6 @@ def _locate(anomaly: Anomaly, telemetry: Telemetry) -> Anomaly:
     return dataclasses.replace(
         anomaly, cloud=spec.cloud, region=spec.region, deviations=tuple(deviations)
     )
-
-
-def _rule_metrics(anomaly: Anomaly) -> list[str]:
-    rules = {r.name: r.metric for r in load_rules()}
-    return list(dict.fromkeys(rules[name] for name in anomaly.rules if name in rules))
 
 
 def _match(anomaly: Anomaly, incidents: Sequence[Incident]) -> str | None:

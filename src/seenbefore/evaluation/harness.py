@@ -14,10 +14,8 @@ from typing import Any
 from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.metrics import abstention, calibration, ir_metrics, percentile
-from seenbefore.evaluation.runner import CaseRun
+from seenbefore.evaluation.runner import CaseRun, run_case
 from seenbefore.kb import KnowledgeBase
-from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.types import SearchFilters
 
 
 @dataclass
@@ -43,17 +41,8 @@ def kb_pipeline(
     k: int = 10,
 ) -> Pipeline:
     def run(case: Case) -> PipelineOutput:
-        filters = SearchFilters(tiers=tuple(tiers), exclude_ids=case.exclude)
-        result = kb.search(
-            case.query, filters, SearchOptions(k=k, mode=mode, dense_weight=dense_weight)
-        )
-        d = result.details
-        return PipelineOutput(
-            [c.doc_id for c in result.candidates],
-            float(d["confidence"]),
-            bool(d["novel"]),
-            dict(d["signals"]),
-        )
+        r = run_case(kb, case, mode, tiers=tiers, dense_weight=dense_weight, k=k)
+        return PipelineOutput(r.ranking, r.confidence, r.novel, r.signals)
 
     return run
 

@@ -48,11 +48,31 @@ class Settings(BaseSettings):
     llm_local_only_tiers: tuple[str, ...] = Field(
         default=(), description="tiers whose evidence never goes to a non-allowed LLM host"
     )
+    database_url: SecretStr | None = Field(
+        default=None, description="postgresql://... selects the PostgreSQL backend; unset: SQLite"
+    )
+    serve_host: str = Field(default="127.0.0.1", description="address `seenbefore serve` binds")
+    serve_port: int = Field(default=8000, ge=1, le=65535)
+    service_tiers: tuple[str, ...] = Field(
+        default=(DEFAULT_TIER,),
+        description="tiers of the service principal that runs alert-triggered investigations",
+    )
+    review_max_rounds: int = Field(
+        default=2, ge=1, le=10, description="dismissals before a review closes as no precedent"
+    )
+    log_sample_fraction: float = Field(
+        default=0.1, ge=0, le=1, description="share of investigations logged with full context"
+    )
+    rate_limit_per_minute: int = Field(
+        default=600, ge=1, description="requests per minute per API token (429 beyond)"
+    )
     notify: dict[str, Any] = Field(
         default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
     )
 
-    @field_validator("tiers", "llm_allowed_hosts", "llm_local_only_tiers", mode="before")
+    @field_validator(
+        "tiers", "llm_allowed_hosts", "llm_local_only_tiers", "service_tiers", mode="before"
+    )
     @classmethod
     def _split_tiers(cls, value: Any) -> Any:
         if isinstance(value, str):

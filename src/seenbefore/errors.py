@@ -8,6 +8,10 @@
     │   └── MappingError            a JSONL field mapping that does not fit the records
     ├── PostmortemInvalid           a postmortem failed validation (it goes to quarantine)
     ├── NotFoundError               no such document / quarantine entry (or not visible to the caller)
+    ├── AuthError                   no token, or a token that is unknown or revoked (HTTP 401)
+    ├── ForbiddenError              a valid token whose role may not do this (HTTP 403)
+    ├── ConflictError               the request conflicts with the current state (HTTP 409)
+    ├── RateLimitedError            too many requests for this token (HTTP 429)
     └── StoreError                  the knowledge base store failed or is unusable
         ├── SchemaVersionError      the store was written by a newer or unknown schema
         └── EmbedderMismatchError   vectors from a different embedder or dimension
@@ -54,6 +58,32 @@ class NotFoundError(SeenbeforeError):
     """Nothing with that id exists, or it is not visible to the caller (indistinguishable)."""
 
     exit_code = 3
+
+
+class AuthError(SeenbeforeError):
+    """No credentials, or credentials that are unknown or revoked."""
+
+    exit_code = 4
+
+
+class ForbiddenError(SeenbeforeError):
+    """Valid credentials whose role does not allow the action."""
+
+    exit_code = 4
+
+
+class ConflictError(SeenbeforeError):
+    """The request conflicts with the current state (e.g. a review already decided)."""
+
+    exit_code = 5
+
+
+class RateLimitedError(SeenbeforeError):
+    """Too many requests for one token; ``retry_after_s`` says when to try again."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class StoreError(SeenbeforeError):

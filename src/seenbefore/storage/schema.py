@@ -81,3 +81,9 @@ MIGRATIONS.append(
     INSERT INTO meta (key, value) VALUES ('chunks_changed', '0');
     """
 )
+
+# Migration 3 (security: API tokens and the append-only audit log) is appended below this line.
+# --- migration 3 ---
+
+# Migration 4 (review workflow: reviews, review events, calibration labels) is appended below.
+# --- migration 4 ---

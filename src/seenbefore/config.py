@@ -6,13 +6,14 @@ variables win over the file.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from seenbefore.errors import ConfigError
 from seenbefore.types import DEFAULT_TIER
@@ -27,7 +28,9 @@ class Settings(BaseSettings):
     chunk_words: int = Field(default=160, ge=20, le=400, description="max words of chunk content")
     chunk_overlap_words: int = Field(default=30, ge=0, le=200)
     max_file_bytes: int = Field(default=1_000_000, ge=1_000)
-    tiers: tuple[str, ...] = Field(default=(DEFAULT_TIER,), description="caller's access tiers")
+    tiers: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(DEFAULT_TIER,), description="caller's access tiers"
+    )
     embedder: Literal["auto", "minilm", "lsa", "none"] = Field(
         default="auto", description="dense embedder: MiniLM if loadable, else LSA"
     )
@@ -42,18 +45,27 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=20.0, gt=0)
-    llm_allowed_hosts: tuple[str, ...] = Field(
+    llm_rewrite_queries: bool = Field(
+        default=False,
+        description="let the LLM rewrite anomalies into postmortem-vocabulary queries (fused); "
+        "off until `seenbefore eval` shows it helps on your cases",
+    )
+    llm_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="hosts that may receive evidence from local-only tiers"
     )
-    llm_local_only_tiers: tuple[str, ...] = Field(
+    llm_local_only_tiers: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="tiers whose evidence never goes to a non-allowed LLM host"
     )
     database_url: SecretStr | None = Field(
         default=None, description="postgresql://... selects the PostgreSQL backend; unset: SQLite"
     )
+    database_pool_max: int = Field(default=10, ge=1, le=200, description="PostgreSQL connections")
+    database_statement_timeout_s: float = Field(
+        default=30.0, gt=0, description="PostgreSQL statement timeout (maintenance runs unbounded)"
+    )
     serve_host: str = Field(default="127.0.0.1", description="address `seenbefore serve` binds")
     serve_port: int = Field(default=8000, ge=1, le=65535)
-    service_tiers: tuple[str, ...] = Field(
+    service_tiers: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(DEFAULT_TIER,),
         description="tiers of the service principal that runs alert-triggered investigations",
     )
@@ -75,7 +87,13 @@ class Settings(BaseSettings):
     )
     @classmethod
     def _split_tiers(cls, value: Any) -> Any:
+        # Env values arrive undecoded (NoDecode): "a,b" or a JSON list '["a", "b"]'.
         if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                try:
+                    return json.loads(value)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f'not a JSON list ({exc}); use a,b or ["a", "b"]') from exc
             return tuple(t.strip() for t in value.split(",") if t.strip())
         return value
 

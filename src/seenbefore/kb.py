@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -16,6 +17,7 @@ import numpy as np
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision, decide
+from seenbefore.errors import InputError
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.retrieval.corpus import CorpusIndex
@@ -28,7 +30,7 @@ from seenbefore.retrieval.embedders import (
     load_neural_embedder,
     neural_failure,
 )
-from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
+from seenbefore.retrieval.hybrid import PROFILES, HybridRetriever, SearchOptions
 from seenbefore.storage.base import EmbeddedVectors
 from seenbefore.storage.sqlite import SQLiteStore
 from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
@@ -253,6 +255,12 @@ class KnowledgeBase:
         options = options or SearchOptions()
         gate = self.gate()
         index = self.index()
+        if options.profile not in PROFILES:
+            raise InputError(
+                f"query profile is {options.profile!r}, expected one of {', '.join(PROFILES)}"
+            )
+        if options.profile == "anomaly":
+            options = self._anomaly_options(options)
         weight = (
             options.dense_weight
             if options.dense_weight is not None
@@ -262,16 +270,42 @@ class KnowledgeBase:
         key = {"sparse": "sparse", "dense": f"dense:{family}"}.get(
             options.mode, f"hybrid:{family}" if weight > 0 else "sparse"
         )
+        confidence = self.confidence_model(key)
+        if options.profile == "anomaly" and options.mode == "hybrid":
+            # anomaly queries are scored by a model fitted on anomalies, when one was fitted
+            signals_on = bool(options.signals) and (options.signal_weight or 0) > 0
+            anomaly_key = f"anomaly:{key}" + ("+signals" if signals_on else "")
+            if (fitted := self.confidence_model(anomaly_key)) is not None:
+                key, confidence = anomaly_key, fitted
         retriever = HybridRetriever(
             self.store,
             index,
             gate=gate,
-            confidence=self.confidence_model(key),
+            confidence=confidence,
             embedder=(lambda: self.query_embedder) if self.query_embedder else self.embedder,
         )
         result = retriever.search(text, filters, options)
         result.details["confidence_model_key"] = key
         return result
+
+    def _anomaly_options(self, options: SearchOptions) -> SearchOptions:
+        """Weights measured on detector anomalies (``benchmarks/fit_defaults.py``) for what the
+        caller left unset: an anomaly is a few metric names, not prose, and the text-fitted
+        dense weight does not carry over to it."""
+        profile = shipped_defaults().get("profiles", {}).get("anomaly", {})
+        return replace(
+            options,
+            dense_weight=(
+                options.dense_weight
+                if options.dense_weight is not None
+                else profile.get("dense")  # None: the gate decides, as for text
+            ),
+            signal_weight=(
+                options.signal_weight
+                if options.signal_weight is not None
+                else float(profile.get("signals", 0.0))
+            ),
+        )
 
     def status(self, tiers: Sequence[str] = ("general",)) -> dict[str, Any]:
         """The dense side's state; chunk counts cover only documents visible to ``tiers``."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Status = Literal["current", "superseded"]
-MatchedBy = Literal["sparse", "dense", "both"]
+MatchedBy = Literal["sparse", "dense", "both", "signals"]  # signals: by recorded signals alone
 ChangeKind = Literal["added", "updated", "unchanged", "quarantined", "pruned"]
 
 DEFAULT_TIER = "general"

@@ -214,6 +214,7 @@ def test_eval_adds_graded_root_cause_and_tokens_with_an_llm(
             "staleness_note": None,
             "score": 4,
             "reason": "close",
+            "queries": ["database connections exhausted"],
         }
     )
     with FakeOpenAI([chat(universal) for _ in range(10)]) as server:
@@ -228,4 +229,7 @@ def test_eval_adds_graded_root_cause_and_tokens_with_an_llm(
     row = payload["modes"]["investigation (LLM)"]
     assert row["graded_root_cause"] == 4.0 and row["tokens_per_case"] > 0
     assert payload["modes"]["sparse"]["graded_root_cause"] is None
+    # retrieval with and without the LLM's query rewrite, side by side
+    rewritten = payload["modes"]["gated + LLM query rewrite"]
+    assert rewritten["tokens_per_case"] > 0 and rewritten["hit@1"] is not None
     assert "graded 0-5 by fake-model" in payload["header"]["graded root cause"]

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
+from seenbefore.cli.common import (
+    caller_tiers,
+    console,
+    open_kb,
+    open_store,
+    print_json,
+    settings,
+)
 from seenbefore.cli.search import TierOption
 
 
@@ -16,11 +23,42 @@ def delete(
     doc_id: Annotated[str, typer.Argument(help="postmortem id")],
     tier: TierOption = None,
 ) -> None:
-    """Delete a postmortem and everything derived from it (chunks, keyword index)."""
-    with open_store() as store:
-        store.get(doc_id, caller_tiers(tier))  # not visible to the caller == not found
-        store.delete(doc_id)
+    """Delete a postmortem and everything derived from it, in every store under the data
+    directory (chunks, vectors, keyword index, reviews and drafts quoting it, approved drafts
+    citing it, queued notifications, sampled logs); the audit keeps its id and hash only."""
+    from seenbefore.lifecycle import OUTBOX_FILE, delete_postmortem, open_workflow
+    from seenbefore.security.audit import AuditLog
+    from seenbefore.security.tokens import local_principal
+
+    cfg = settings()
+    tiers = caller_tiers(tier, cfg)
+    with open_kb(cfg) as kb:
+        kb.store.get(doc_id, tiers)  # not visible to the caller == not found
+        workflow = open_workflow(kb)
+        try:
+            report = delete_postmortem(
+                kb,
+                doc_id,
+                actor=local_principal(tiers),
+                audit=AuditLog(kb.store),
+                workflow=workflow,
+                outbox_path=cfg.home / OUTBOX_FILE,
+                tiers=tiers,
+            )
+        finally:
+            if workflow is not None:
+                workflow.close()
     console.print(f"deleted {doc_id}")
+    table = Table(title=f"deleted {doc_id} everywhere (sha256 {report.sha256[:12]}…)")
+    table.add_column("what")
+    table.add_column("removed", justify="right")
+    table.add_row("chunks", str(report.chunks))
+    table.add_row("reviews and drafts quoting it", str(report.reviews_purged))
+    table.add_row("approved drafts citing it", ", ".join(report.derived_deleted) or "0")
+    table.add_row("queued notifications", str(report.notifications_purged))
+    table.add_row("sampled log lines", str(report.log_lines_purged))
+    table.add_row("files compacted", str(len(report.files_compacted)))
+    console.print(table)
 
 
 def stats(

@@ -7,8 +7,10 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from seenbefore.cli import admin, detect, evaluate, ingest, investigate, search
+from seenbefore.cli import admin, detect, evaluate, ingest, investigate, search, serve
 from seenbefore.cli.common import err_console
+from seenbefore.cli.review import review_app
+from seenbefore.cli.security import audit_app, token_app
 from seenbefore.errors import SeenbeforeError
 
 
@@ -45,6 +47,10 @@ app.command("detect")(detect.detect_command)
 app.command()(detect.watch)
 app.command()(detect.nab)
 app.command()(investigate.investigate)
+app.command()(serve.serve)
+app.add_typer(token_app, name="token")
+app.add_typer(audit_app, name="audit")
+app.add_typer(review_app, name="review")
 
 
 def main() -> None:

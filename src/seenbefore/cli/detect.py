@@ -179,7 +179,7 @@ def _route(report: DetectionReport, drafts: dict[str, Any]) -> dict[str, list[st
 
 def _investigate(report: DetectionReport, telemetry: Telemetry) -> dict[str, Any]:
     from seenbefore.cli.common import caller_tiers, open_kb
-    from seenbefore.cli.investigate import make_reporter
+    from seenbefore.cli.investigate import make_reporter, make_rewriter
     from seenbefore.detection.pipeline import capacity_of
     from seenbefore.investigation.investigator import Investigator
     from seenbefore.investigation.query import from_anomaly
@@ -187,7 +187,7 @@ def _investigate(report: DetectionReport, telemetry: Telemetry) -> dict[str, Any
     cfg = settings()
     drafts: dict[str, Any] = {}
     with open_kb(cfg) as kb:
-        investigator = Investigator(kb, tiers=caller_tiers(None, cfg))
+        investigator = Investigator(kb, tiers=caller_tiers(None, cfg), rewriter=make_rewriter(cfg))
         reporter = make_reporter(cfg)
         for a in report.anomalies:
             request = from_anomaly(a, capacity_of(telemetry, a.service))

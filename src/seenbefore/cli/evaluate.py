@@ -39,15 +39,21 @@ def calibrate(
     self_test: Annotated[
         bool, typer.Option("--self-test", help="build cases from the knowledge base itself")
     ] = False,
+    from_reviews: Annotated[
+        bool, typer.Option("--from-reviews", help="refit confidence from review decisions")
+    ] = False,
     tier: TierOption = None,
     seed: Annotated[int, typer.Option(help="seed of the fit / held-out split")] = 0,
     dry_run: Annotated[bool, typer.Option(help="report only; do not persist")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Choose the dense weight and fit confidence on one split of CASES; report the other."""
-    if (cases is None) == (not self_test):
-        raise InputError("give a CASES directory or --self-test (one of the two)")
+    if [cases is not None, self_test, from_reviews].count(True) != 1:
+        raise InputError("give a CASES directory, --self-test or --from-reviews (one of the three)")
     tiers = caller_tiers(tier)
+    if from_reviews:
+        _calibrate_from_reviews(tiers, persist=not dry_run, as_json=as_json)
+        return
     with open_kb() as kb:
         labelled = self_test_cases(kb.store, tiers) if self_test else load_cases(cases)
         label = "self-test" if self_test else f"cases in {cases}"
@@ -90,6 +96,37 @@ def calibrate(
         )
     console.print(table)
     console.print("persisted with the knowledge base" if not dry_run else "dry run: nothing saved")
+
+
+def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: bool) -> None:
+    from seenbefore.review.labels import fit_from_reviews
+
+    with open_kb() as kb:
+        try:
+            report = fit_from_reviews(kb, tiers=tiers, persist=persist)
+        except ValueError as exc:
+            raise InputError(f"cannot calibrate from reviews: {exc}") from exc
+    if as_json:
+        print_json({"report": report})
+        return
+    console.print(f"{report['labels']} review decisions recorded")
+    for note in report["notes"]:
+        console.print(f"[yellow]{note}[/]")
+    table = Table(title="confidence refitted from reviews")
+    for col in ("model", "review labels", "positive", "self-test cases", "threshold", "weights"):
+        table.add_column(col)
+    for key, m in report["models"].items():
+        weights = ", ".join(f"{k} {v:.2f}" for k, v in m["weights"].items()) or "-"
+        table.add_row(
+            key,
+            str(m["review_labels"]),
+            str(m["positive"]),
+            str(m["self_test_cases"]),
+            str(m["threshold"]),
+            weights,
+        )
+    console.print(table)
+    console.print("persisted with the knowledge base" if persist else "dry run: nothing saved")
 
 
 def _overlaps(cases: list[Case], kb: KnowledgeBase, tiers: tuple[str, ...]) -> dict[str, float]:
@@ -173,6 +210,7 @@ def eval_command(
             pipelines = suite.pipelines()
             llm = llm_from_settings(cfg.model_dump())
             if llm is not None:
+                pipelines["gated + LLM query rewrite"] = suite.rewrite_pipeline(llm)
                 pipelines["investigation (LLM)"] = suite.investigation_pipeline(llm)
             try:
                 report = evaluate(cases, pipelines, seed=seed, progress=tick)

@@ -11,6 +11,7 @@ from rich.panel import Panel
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
 from seenbefore.cli.search import TierOption
+from seenbefore.cli.security import record_local
 from seenbefore.config import Settings
 from seenbefore.errors import InputError
 from seenbefore.investigation.investigator import Investigator
@@ -65,6 +66,28 @@ def make_reporter(cfg: Settings) -> Any:
     )
 
 
+def make_rewriter(cfg: Settings) -> Any:
+    """The Investigator's LLM query rewriter when enabled and an endpoint is configured."""
+    if not cfg.llm_rewrite_queries:
+        return None
+    from seenbefore.investigation.llm import llm_from_settings
+    from seenbefore.investigation.rewriter import QueryRewriter
+
+    llm = llm_from_settings(cfg.model_dump())
+    return QueryRewriter(llm) if llm is not None else None
+
+
+def _evidence_line(trace: dict[str, Any]) -> str:
+    """Which retrievers found each candidate, at which rank: the evidence behind the draft."""
+    parts = []
+    for c in trace.get("candidates", [])[:3]:
+        ranks = ", ".join(
+            f"{name} #{hit['rank']}" for name, hit in (c.get("retrievers") or {}).items()
+        )
+        parts.append(f"{c['id']} ({ranks or c.get('matched_by', '?')})")
+    return " · ".join(parts)
+
+
 def render_draft(draft: Draft) -> None:
     style = "red" if draft.novel else ("green" if draft.confidence >= 0.5 else "yellow")
     body = [f"[bold]{draft.summary}[/]", "", draft.hypothesis]
@@ -76,6 +99,9 @@ def render_draft(draft: Draft) -> None:
         body += ["", "[bold]missing to confirm[/]"] + [f"- {m}" for m in draft.missing_information]
     if draft.staleness_note:
         body += ["", f"[yellow]{draft.staleness_note}[/]"]
+    evidence = _evidence_line(draft.retrieval_trace)
+    if evidence:
+        body += ["", f"[dim]evidence: {evidence}[/]"]
     body += [
         "",
         f"[dim]cited: {', '.join(draft.cited_incidents) or '-'}; "
@@ -105,10 +131,27 @@ def investigate(
     requests = requests_from(text, alert, anomaly)
     cfg = settings()
     with open_kb(cfg) as kb:
-        investigator = Investigator(kb, tiers=caller_tiers(tier, cfg), k=k)
+        tiers = caller_tiers(tier, cfg)
+        investigator = Investigator(kb, tiers=tiers, k=k, rewriter=make_rewriter(cfg))
         reporter = make_reporter(cfg)
+        drafts: list[Draft] = []
         try:
-            drafts = [reporter.draft(investigator.investigate(r)) for r in requests]
+            for request in requests:
+                evidence = investigator.investigate(request)
+                drafts.append(reporter.draft(evidence))
+                record_local(
+                    kb.store,
+                    "investigate",
+                    tiers,
+                    query=request.query,
+                    doc_ids=[i.doc_id for i in evidence.items],
+                    tiers=[i.access_tier for i in evidence.items],
+                    detail={
+                        "cited": list(drafts[-1].cited_incidents),
+                        "novel": drafts[-1].novel,
+                        "confidence": round(drafts[-1].confidence, 4),
+                    },
+                )
         finally:
             close = getattr(getattr(reporter, "llm", None), "close", None)
             if close is not None:

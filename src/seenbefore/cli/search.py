@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
+from seenbefore.cli.security import record_local
 from seenbefore.errors import InputError
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.types import Candidate, SearchFilters, SearchResult
@@ -116,6 +117,15 @@ def search(
     )
     with open_kb() as kb:
         result = kb.search(text, filters, options)
+        record_local(
+            kb.store,
+            "search",
+            filters.tiers,
+            query=text,
+            doc_ids=[c.doc_id for c in result.candidates],
+            tiers=[c.access_tier for c in result.candidates],
+            detail={"mode": result.mode, "k": k},
+        )
     if as_json:
         print_json(result_json(result, explain=explain))
         return
@@ -195,8 +205,10 @@ def show(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Show one postmortem with its metadata."""
+    tiers = caller_tiers(tier)
     with open_store() as store:
-        doc = store.get(doc_id, caller_tiers(tier))
+        doc = store.get(doc_id, tiers)
+        record_local(store, "show", tiers, doc_ids=[doc_id], tiers=[doc.postmortem.access_tier])
     pm = doc.postmortem
     meta = {
         "id": pm.id,

@@ -19,6 +19,10 @@ SIGNALS: tuple[str, ...] = (
     "dense_cosine",  # cosine of the top hit's best chunk (0 when dense is off)
     "dense_margin",  # c1 - c2 of cosines
     "agreement",  # 1 if sparse and dense agree on the top document, else 0
+    "signal_overlap",  # cosine of the anomaly's signals and the top hit's recorded signals
+    "signal_agreement",  # 1 if the signals ranking and sparse agree on the top document
+    "signal_coverage",  # share of the anomaly's IDF-weighted strength the top hit records
+    "type_consensus",  # share of the next three hits that are the top hit's incident type
 )
 
 

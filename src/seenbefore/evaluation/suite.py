@@ -89,6 +89,33 @@ class Suite:
 
         return run
 
+    def rewrite_pipeline(self, llm: Any) -> Pipeline:
+        """Gated retrieval with the Investigator's LLM query rewriting: the same cases with and
+        without it, so the rewrite is kept only where it helps."""
+        from seenbefore.investigation.investigator import Investigator
+        from seenbefore.investigation.query import from_text
+        from seenbefore.investigation.rewriter import QueryRewriter
+
+        kb = self.kbs.get("minilm") or next(iter(self.kbs.values()))
+        rewriter = QueryRewriter(llm)
+
+        def run(case: Case) -> PipelineOutput:
+            investigator = Investigator(
+                kb, tiers=self.tiers, k=10, exclude=case.exclude, rewriter=rewriter
+            )
+            evidence = investigator.investigate(from_text(case.query))
+            rewrite = evidence.searched.get("rewrite", {})
+            return PipelineOutput(
+                [i.doc_id for i in evidence.items],
+                evidence.confidence,
+                evidence.novel,
+                {},
+                tokens=int(rewrite.get("prompt_tokens", 0))
+                + int(rewrite.get("completion_tokens", 0)),
+            )
+
+        return run
+
     def gate_notes(self) -> list[str]:
         return [f"gate ({name}): {kb.gate().reason}" for name, kb in self.kbs.items()]
 

@@ -6,16 +6,19 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from seenbefore.core.fusion import ranked, rrf
 from seenbefore.investigation.guard import scan
 from seenbefore.investigation.query import InvestigationRequest
+from seenbefore.investigation.rewriter import QueryRewriter
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.types import SearchFilters
+from seenbefore.types import Candidate, SearchFilters
 
 EVIDENCE_SECTIONS = ("detection", "root_cause", "resolution")
+REWRITE_DEPTH = 10  # candidates per query fused when the LLM rewrites the query
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class Evidence:
     gate: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
     novel_reason: str = ""  # why novel, when it is
+    signals: dict[str, float] = field(default_factory=dict)  # confidence inputs (top result)
+    confidence_model_key: str = ""  # which confidence model scored them (calibration labels)
 
 
 class Investigator:
@@ -60,6 +65,7 @@ class Investigator:
         k: int = 3,
         exclude: Sequence[str] = (),
         min_unknown_signals: int = 2,
+        rewriter: QueryRewriter | None = None,
     ) -> None:
         """``min_unknown_signals``: an anomaly with at least this many deviating metrics that no
         visible postmortem ever recorded is a new kind of incident (novel), whatever the text
@@ -69,19 +75,28 @@ class Investigator:
         self.tiers = tuple(tiers)
         self.k = k
         self.exclude = tuple(exclude)
+        self.rewriter = rewriter
         self._known: tuple[tuple[int, tuple[str, ...]], frozenset[str]] | None = None
 
     def investigate(self, request: InvestigationRequest) -> Evidence:
         clock = time.perf_counter()
         filters = SearchFilters(tiers=self.tiers, exclude_ids=self.exclude)
-        result = self.kb.search(request.query, filters, SearchOptions(k=self.k))
+        options = search_options(request, self.k)
+        if self.rewriter is not None:
+            options = replace(options, k=max(self.k, REWRITE_DEPTH))
+        result = self.kb.search(request.query, filters, options)
         d = result.details
         timings = {"query_build_ms": 0.0, **d["timings"]}
+        candidates, rewrite = list(result.candidates), None
+        if self.rewriter is not None:
+            candidates, rewrite = self._rewritten(request, filters, options, candidates)
+            timings["rewrite_ms"] = round(rewrite["elapsed_ms"], 3)
+        candidates = candidates[: self.k]
         started = time.perf_counter()
-        metas = self.kb.store.documents_meta([c.doc_id for c in result.candidates])
+        metas = self.kb.store.documents_meta([c.doc_id for c in candidates])
         observed = {_norm(s) for s in request.signals}
         items = []
-        for c in result.candidates:
+        for c in candidates:
             pm = metas[c.doc_id].postmortem
             sections = {s.key: s.text for s in pm.sections if s.key in EVIDENCE_SECTIONS}
             theirs = {_norm(s) for s in pm.signals}
@@ -133,6 +148,8 @@ class Investigator:
             confidence_label=str(d["confidence_label"]),
             novel=novel,
             novel_reason=reason,
+            signals={k: float(v) for k, v in d["signals"].items()},
+            confidence_model_key=str(d.get("confidence_model_key", "")),
             searched={
                 "query": request.query,
                 "mode": result.mode,
@@ -140,10 +157,36 @@ class Investigator:
                 "excluded": list(self.exclude),
                 "k": self.k,
                 "documents_visible": int(self.kb.index().doc_mask(filters).sum()),
+                **({"rewrite": rewrite} if rewrite is not None else {}),
             },
             gate=dict(d["gate"]),
             timings=timings,
         )
+
+    def _rewritten(
+        self,
+        request: InvestigationRequest,
+        filters: SearchFilters,
+        options: SearchOptions,
+        original: list[Candidate],
+    ) -> tuple[list[Candidate], dict[str, Any]]:
+        """Search the LLM's rewrites too and fuse every ranking with equal-weight RRF; the
+        original query's candidates win ties of identity (same document, its best chunk)."""
+        assert self.rewriter is not None
+        rewrite = self.rewriter.rewrite(request)
+        record = rewrite.as_dict()
+        if not rewrite.queries:
+            return original, record
+        rankings = {"original": [c.doc_id for c in original]}
+        pool = {c.doc_id: c for c in original}
+        text_options = replace(options, profile="text", signals=None, signal_weight=None)
+        for n, query in enumerate(rewrite.queries, 1):
+            found = self.kb.search(query, filters, text_options).candidates
+            rankings[f"rewrite{n}"] = [c.doc_id for c in found]
+            for c in found:
+                pool.setdefault(c.doc_id, c)
+        fused = ranked(rrf(rankings))
+        return [pool[d] for d in fused], record
 
     def _unknown_signals(self, request: InvestigationRequest) -> list[str]:
         """Observed signals (from a structured anomaly) that no visible postmortem ever
@@ -159,6 +202,15 @@ class Investigator:
         if not known:
             return []  # a knowledge base without signals says nothing either way
         return [s for s in dict.fromkeys(request.signals) if _norm(s) not in known]
+
+
+def search_options(request: InvestigationRequest, k: int) -> SearchOptions:
+    """An anomaly with measured deviations is searched with the anomaly profile (its signals
+    ranked against the postmortems' recorded signals, weights fitted on anomalies); text and
+    alerts with the text profile."""
+    if request.source == "anomaly" and request.signal_strengths:
+        return SearchOptions(k=k, profile="anomaly", signals=dict(request.signal_strengths))
+    return SearchOptions(k=k)
 
 
 def _norm(signal: str) -> str:

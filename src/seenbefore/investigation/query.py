@@ -43,6 +43,8 @@ class InvestigationRequest:
     fingerprint: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     display: str = ""  # what a person reads (the anomaly's signature); the query when empty
+    # how far each observed signal moved (|z|): the structured half of an anomaly's query
+    signal_strengths: Mapping[str, float] = field(default_factory=dict)
 
 
 def from_text(text: str) -> InvestigationRequest:
@@ -70,9 +72,19 @@ def from_anomaly(
         source="anomaly",
         services=(anomaly.service,),
         signals=tuple(d.metric for d in anomaly.deviations),
+        signal_strengths=_strengths(anomaly),
         started_at=anomaly.start,
         fingerprint=anomaly.fingerprint,
     )
+
+
+def _strengths(anomaly: Anomaly) -> dict[str, float]:
+    """|z| per metric; a metric a rule flagged without a measured z counts as present (1)."""
+    strengths: dict[str, float] = {}
+    for d in anomaly.deviations:
+        z = abs(float(d.zscore))
+        strengths[d.metric] = max(strengths.get(d.metric, 0.0), z if z > 0 else 1.0)
+    return strengths
 
 
 def from_alertmanager(payload: Any) -> list[InvestigationRequest]:

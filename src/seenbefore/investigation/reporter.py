@@ -34,6 +34,14 @@ class Draft(BaseModel):
     retrieval_trace: dict[str, Any] = Field(default_factory=dict)
 
 
+_MATCHED_BY = {
+    "sparse": "by keywords (BM25)",
+    "dense": "by meaning (embeddings)",
+    "both": "by keywords and by meaning",
+    "signals": "by its recorded signals alone",
+}
+
+
 def _sentences(text: str, limit: int) -> list[str]:
     items = [
         re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", line).strip()
@@ -76,9 +84,12 @@ class OfflineReporter:
             or "(the precedent records no root cause section)"
         )
         shared = ", ".join(top.signals_shared) or "none of the observed signals by name"
+        how = _MATCHED_BY.get(top.matched_by, top.matched_by)
+        if "signals" in top.retrievers and top.matched_by != "signals":
+            how += " and by its recorded signals"
         hypothesis = (
-            f"This resembles {top.doc_id} ({top.title}, {top.date or 'undated'}), matched by "
-            f"{top.matched_by}. In that incident the root cause was: {cause} Signals shared with "
+            f"This resembles {top.doc_id} ({top.title}, {top.date or 'undated'}), matched "
+            f"{how}. In that incident the root cause was: {cause} Signals shared with "
             f"it: {shared}."
         )
         if top.signals_not_in_precedent:

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.retrieval.bm25 import BM25Index
+from seenbefore.retrieval.signals import SignalIndex
 from seenbefore.storage.base import Store
 from seenbefore.types import SearchFilters
 
@@ -37,6 +38,7 @@ class CorpusIndex:
     chunk_doc: npt.NDArray[np.int64]  # document position of each chunk (grouped)
     doc_starts: npt.NDArray[np.int64]  # first chunk position of each document
     bm25: BM25Index
+    signals: SignalIndex | None = None  # the postmortems' recorded signals (structured retrieval)
     dense: FloatArray | None = None  # rows aligned with chunk_ids (zeros where missing)
     has_vector: BoolArray | None = None
     dense_name: str | None = None
@@ -97,6 +99,7 @@ class CorpusIndex:
             chunk_doc=chunk_doc,
             doc_starts=starts.astype(np.int64),
             bm25=bm25,
+            signals=SignalIndex.build(docs.signals) if docs.signals else None,
         )
         index._load_vectors(store)
         log.info(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from seenbefore.core.confidence import ConfidenceModel, label
+from seenbefore.core.confidence import SIGNALS, ConfidenceModel, label
 from seenbefore.core.fusion import RRF_K, ranked, rrf
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
@@ -24,6 +24,7 @@ from seenbefore.types import Candidate, MatchedBy, RetrieverHit, SearchFilters, 
 
 Mode = Literal["sparse", "dense", "hybrid"]
 MODES: tuple[str, ...] = ("sparse", "dense", "hybrid")
+PROFILES: tuple[str, ...] = ("text", "anomaly")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,11 @@ class SearchOptions:
     depth: int = 100  # how many documents each retriever contributes to fusion
     recency_half_life_days: float | None = None
     today: dt.date | None = None
+    # a structured query (an anomaly): observed metric -> strength (|z|); ranked against the
+    # signals postmortems record and fused with weight ``signal_weight`` (0 or None: off)
+    signals: Mapping[str, float] | None = None
+    signal_weight: float | None = None
+    profile: str = "text"  # "anomaly": weights and confidence fitted on anomalies (PROFILES)
 
 
 @dataclass
@@ -72,6 +78,9 @@ class HybridRetriever:
         timings["filter_ms"] = _ms(clock)
 
         dense_weight = self._dense_weight(options)
+        signal_weight = float(options.signal_weight or 0.0)
+        if not 0.0 <= signal_weight <= 10.0:
+            raise InputError(f"signal weight is {signal_weight}, expected 0..10")
         use_sparse = options.mode in ("sparse", "hybrid")
         use_dense = options.mode == "dense" or (options.mode == "hybrid" and dense_weight > 0)
         sparse = dense = None
@@ -96,6 +105,24 @@ class HybridRetriever:
             dense = self._rank(scores, doc_mask, options.depth, floor=-np.inf)
             timings["dense_ms"] = _ms(clock)
 
+        by_signals = None
+        if (
+            options.mode == "hybrid"
+            and options.signals
+            and signal_weight > 0
+            and self.index.signals is not None
+        ):
+            clock = time.perf_counter()
+            per_doc = self.index.signals.scores(options.signals, doc_mask)
+            eligible = np.flatnonzero(per_doc > 0)
+            order = sorted(
+                eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d])
+            )[: options.depth]
+            by_signals = _Ranked(
+                order, {d: float(per_doc[d]) for d in order}, np.zeros(0, np.float32)
+            )
+            timings["signals_ms"] = _ms(clock)
+
         clock = time.perf_counter()
         rankings: dict[str, list[str]] = {}
         if sparse is not None:
@@ -103,6 +130,9 @@ class HybridRetriever:
         if dense is not None:
             rankings["dense"] = [self.index.doc_ids[d] for d in dense.order]
         weights = {"sparse": 1.0 - dense_weight, "dense": dense_weight}
+        if by_signals is not None:
+            rankings["signals"] = [self.index.doc_ids[d] for d in by_signals.order]
+            weights["signals"] = signal_weight
         if options.mode != "hybrid":
             weights = {options.mode: 1.0}
         fused = rrf(rankings, k=options.rrf_k, weights=weights)
@@ -112,13 +142,16 @@ class HybridRetriever:
         timings["fuse_ms"] = _ms(clock)
 
         clock = time.perf_counter()
-        signals = self._signals(terms, sparse, dense, top)
+        candidates = rank_superseded_last(self._candidates(top, sparse, dense, by_signals, final))
+        timings["candidates_ms"] = _ms(clock)
+
+        clock = time.perf_counter()
+        signals = self._signals(terms, sparse, dense, by_signals, top, options.signals)
+        signals["type_consensus"] = _type_consensus([c.type for c in candidates[:4]])
         confidence = self.confidence.predict(signals) if self.confidence and top else 0.0
         novel = (not top) or (self.confidence is not None and self.confidence.is_novel(confidence))
         timings["confidence_ms"] = _ms(clock)
-
-        candidates = self._candidates(top, sparse, dense, final)
-        candidates = rank_superseded_last(candidates)[: options.k]
+        candidates = candidates[: options.k]
         details: dict[str, Any] = {
             "terms": terms,
             "weights": weights,
@@ -181,11 +214,15 @@ class HybridRetriever:
         return boosts
 
     def _signals(
-        self, terms: list[str], sparse: _Ranked | None, dense: _Ranked | None, top: list[str]
+        self,
+        terms: list[str],
+        sparse: _Ranked | None,
+        dense: _Ranked | None,
+        by_signals: _Ranked | None,
+        top: list[str],
+        observed: Mapping[str, float] | None = None,
     ) -> dict[str, float]:
-        signals = dict.fromkeys(
-            ("sparse_coverage", "sparse_margin", "dense_cosine", "dense_margin", "agreement"), 0.0
-        )
+        signals = dict.fromkeys(SIGNALS, 0.0)
         if not top:
             return signals
         doc = self.index.position[top[0]]
@@ -201,10 +238,21 @@ class HybridRetriever:
             signals["dense_margin"] = max(0.0, c[0] - c[1]) if len(c) > 1 else 0.0
         if sparse is not None and dense is not None and sparse.order and dense.order:
             signals["agreement"] = float(sparse.order[0] == dense.order[0])
+        if by_signals is not None and by_signals.order:
+            signals["signal_overlap"] = by_signals.scores.get(doc, 0.0)
+            if self.index.signals is not None and observed:
+                signals["signal_coverage"] = self.index.signals.coverage(observed, doc)
+            if sparse is not None and sparse.order:
+                signals["signal_agreement"] = float(sparse.order[0] == by_signals.order[0])
         return signals
 
     def _candidates(
-        self, top: list[str], sparse: _Ranked | None, dense: _Ranked | None, final: dict[str, float]
+        self,
+        top: list[str],
+        sparse: _Ranked | None,
+        dense: _Ranked | None,
+        by_signals: _Ranked | None,
+        final: dict[str, float],
     ) -> list[Candidate]:
         metas = self.store.documents_meta(top)
         position = self.index.position
@@ -213,15 +261,17 @@ class HybridRetriever:
         for doc in top:
             pos = position[doc]
             hits[doc] = {}
-            for name, ranking in (("sparse", sparse), ("dense", dense)):
+            for name, ranking in (("sparse", sparse), ("dense", dense), ("signals", by_signals)):
                 if ranking is not None and pos in ranking.scores:
                     rank = ranking.order.index(pos) + 1
                     hits[doc][name] = RetrieverHit(rank, ranking.scores[pos])
-            source = sparse if "sparse" in hits[doc] else dense
-            if source is not None and hits[doc]:
+            source = sparse if "sparse" in hits[doc] else (dense if "dense" in hits[doc] else None)
+            if source is not None:
                 chosen[doc] = int(
                     self.index.chunk_ids[self.index.best_chunk(pos, source.chunk_scores)]
                 )
+            elif hits[doc]:  # found by its recorded signals alone: show its first chunk
+                chosen[doc] = int(self.index.chunk_ids[self.index.doc_starts[pos]])
         chunks = self.store.chunks_by_id(list(chosen.values()))
         out = []
         for doc in top:
@@ -230,11 +280,11 @@ class HybridRetriever:
             stored = metas[doc]
             pm = stored.postmortem
             chunk = chunks[chosen[doc]]
-            found = set(hits[doc])
+            found = set(hits[doc]) - {"signals"}
             matched: MatchedBy = (
                 "both"
                 if found == {"sparse", "dense"}
-                else ("dense" if found == {"dense"} else "sparse")
+                else ("dense" if found == {"dense"} else ("sparse" if found else "signals"))
             )
             out.append(
                 Candidate(
@@ -255,6 +305,14 @@ class HybridRetriever:
                 )
             )
         return out
+
+
+def _type_consensus(types: list[str]) -> float:
+    """Share of the hits after the first that are the same incident type as the first (0 when
+    the first has no type): precedents of one kind agreeing is evidence the kind is right."""
+    if len(types) < 2 or not types[0]:
+        return 0.0
+    return sum(t == types[0] for t in types[1:]) / 3.0
 
 
 def _ms(start: float) -> float:

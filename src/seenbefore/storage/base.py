@@ -65,6 +65,8 @@ class DocumentRows:
     current: list[bool]
     dates: list[str | None]
     services: list[tuple[str, ...]]
+    # each document's recorded signals (metric names), most telling first; empty when none
+    signals: list[tuple[str, ...]] = field(default_factory=list)
 
 
 class Store(Protocol):

@@ -84,6 +84,104 @@ MIGRATIONS.append(
 
 # Migration 3 (security: API tokens and the append-only audit log) is appended below this line.
 # --- migration 3 ---
+MIGRATIONS.append(
+    # 3: API tokens (hash only, never the token) and the append-only, hash-chained audit log.
+    # The triggers make UPDATE and DELETE of audit rows fail; prev_hash UNIQUE keeps the chain
+    # from forking even if two writers raced past the BEGIN IMMEDIATE that orders them.
+    """
+    CREATE TABLE api_tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('viewer', 'responder', 'reviewer', 'admin')),
+        tiers TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at TEXT
+    );
+    CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY,
+        time TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        session TEXT,
+        action TEXT NOT NULL,
+        query_hash TEXT,
+        doc_ids TEXT NOT NULL DEFAULT '[]',
+        tiers TEXT NOT NULL DEFAULT '[]',
+        draft_id TEXT,
+        decision TEXT,
+        detail TEXT NOT NULL DEFAULT '{}',
+        prev_hash TEXT NOT NULL UNIQUE,
+        hash TEXT NOT NULL UNIQUE
+    );
+    CREATE INDEX audit_log_action ON audit_log (action, id);
+    CREATE INDEX audit_log_actor ON audit_log (actor, id);
+    CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+    BEGIN
+        SELECT RAISE(ABORT, 'audit_log is append-only: UPDATE is not allowed');
+    END;
+    CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+    BEGIN
+        SELECT RAISE(ABORT, 'audit_log is append-only: DELETE is not allowed');
+    END;
+    """
+)
 
 # Migration 4 (review workflow: reviews, review events, calibration labels) is appended below.
 # --- migration 4 ---
+MIGRATIONS.append(
+    # 4: the review workflow's rows (the LangGraph checkpoints live in reviews.sqlite beside this
+    # file). doc_ids: every document a review has quoted, excluded or produced, for purging.
+    # calibration_labels: a decision about the top result of one round, with its signals.
+    """
+    CREATE TABLE reviews (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'closed')),
+        outcome TEXT,
+        awaiting INTEGER NOT NULL DEFAULT 0,
+        round INTEGER NOT NULL DEFAULT 1,
+        severity TEXT,
+        severity_rank INTEGER NOT NULL DEFAULT 9,
+        access_tier TEXT NOT NULL,
+        tiers TEXT NOT NULL DEFAULT '[]',
+        source_key TEXT UNIQUE,
+        source TEXT,
+        requested_by TEXT NOT NULL,
+        request TEXT NOT NULL,
+        draft TEXT NOT NULL DEFAULT '{}',
+        evidence TEXT NOT NULL DEFAULT '{}',
+        excluded_doc_ids TEXT NOT NULL DEFAULT '[]',
+        doc_ids TEXT NOT NULL DEFAULT '[]',
+        postmortem_id TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX reviews_queue ON reviews (status, severity_rank, created_at);
+    CREATE TABLE review_events (
+        id INTEGER PRIMARY KEY,
+        review_id TEXT NOT NULL REFERENCES reviews (id) ON DELETE CASCADE,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        reason TEXT,
+        note TEXT,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX review_events_review ON review_events (review_id, id);
+    CREATE TABLE calibration_labels (
+        id INTEGER PRIMARY KEY,
+        review_id TEXT NOT NULL REFERENCES reviews (id) ON DELETE CASCADE,
+        round INTEGER NOT NULL,
+        doc_id TEXT NOT NULL,
+        model_key TEXT NOT NULL,
+        signals TEXT NOT NULL,
+        label INTEGER NOT NULL CHECK (label IN (0, 1)),
+        reason TEXT,
+        note TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX calibration_labels_doc ON calibration_labels (doc_id);
+    CREATE INDEX calibration_labels_key ON calibration_labels (model_key);
+    """
+)

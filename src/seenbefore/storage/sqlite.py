@@ -117,6 +117,17 @@ class SQLiteStore:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A BEGIN IMMEDIATE write transaction for tables outside the search index (tokens,
+        audit log, reviews): it does not bump the generation, so search caches stay warm."""
+        with self._write(bump=False) as conn:
+            yield conn
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Rows of one read-only statement (under the store's lock)."""
+        return self._read(sql, params)
+
     # -- documents -------------------------------------------------------------------------
     def generation(self) -> int:
         return int(self._read("SELECT value FROM meta WHERE key = 'generation'")[0][0])
@@ -346,7 +357,8 @@ class SQLiteStore:
 
     def document_rows(self) -> DocumentRows:
         rows = self._read(
-            "SELECT id, access_tier, effective_status, date, services FROM documents ORDER BY id"
+            "SELECT id, access_tier, effective_status, date, services, signals "
+            "FROM documents ORDER BY id"
         )
         return DocumentRows(
             ids=[r[0] for r in rows],
@@ -354,6 +366,7 @@ class SQLiteStore:
             current=[r[2] == "current" for r in rows],
             dates=[r[3] for r in rows],
             services=[tuple(json.loads(r[4])) for r in rows],
+            signals=[tuple(json.loads(r[5])) for r in rows],
         )
 
     def get_meta(self, key: str) -> str | None:
@@ -541,7 +554,18 @@ def _count_change(conn: sqlite3.Connection, n: int) -> None:
 
 
 def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """Split a migration script into statements; a trigger body (BEGIN ...; END) stays whole."""
+    out: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n\t;"):
+                out.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n\t;"):
+        out.append(pending.strip())
+    return out
 
 
 def _refresh_supersession(conn: sqlite3.Connection, doc_ids: Sequence[str]) -> None:

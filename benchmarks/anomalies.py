@@ -1,0 +1,255 @@
+"""Anomalies from the detector against the sample knowledge base: does the right incident type
+come first, and does confidence tell a precedent from none?
+
+Cases: every scenario of the simulator, once per seed, detected; each matched anomaly is a case
+whose relevant documents are the sample postmortems of its type (gpu_fault has none: no-precedent).
+Leave-type-out copies (the type hidden) are the no-precedent cases a confidence model needs.
+
+Prints type Hit@1 per retrieval mode (BM25, MiniLM, the structured signals retriever and their
+weighted RRF fusions), then chooses the anomaly profile's weights by 5-fold cross-validation
+(signals weight with dense off, then dense weight on top, kept only if it gains > 0.01 held out),
+fits the anomaly confidence model on even seeds and reports it on odd seeds.
+``--write`` stores the profile and the model in src/seenbefore/retrieval/defaults.json.
+
+    python benchmarks/anomalies.py --seeds 16 [--write]
+
+Caveat: the simulator and the sample postmortems come from the same project (see
+seenbefore.evaluation.anomalies.CAVEAT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from seenbefore.config import Settings
+from seenbefore.core.fusion import ranked, rrf
+from seenbefore.core.trust import choose_weight_cv
+from seenbefore.evaluation.anomalies import (
+    CAVEAT,
+    AnomalyCase,
+    cases_from,
+    generate,
+    leave_type_out,
+    run_anomaly,
+    signal_ranking,
+)
+from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence
+from seenbefore.evaluation.runner import run_case
+from seenbefore.kb import KnowledgeBase
+from seenbefore.retrieval.cache import CachingEmbedder
+from seenbefore.retrieval.embedders import load_neural_embedder
+
+REPO = Path(__file__).resolve().parents[1]
+TIERS = ("general",)
+console = Console(width=150)
+
+
+def load_records(seeds: int, cache_dir: Path) -> list[dict[str, Any]]:
+    cache = cache_dir / f"anomaly_cases_{seeds}.json"
+    if cache.exists():
+        return list(json.loads(cache.read_text()))
+    with console.status(f"simulating and detecting {seeds} seeds x 7 scenarios") as status:
+        records = generate(
+            range(seeds), progress=lambda d, n: status.update(f"simulated {d}/{n} seeds")
+        )
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(records))
+    return records
+
+
+def build_kb(home: Path, embedding_cache: Path) -> KnowledgeBase:
+    neural = load_neural_embedder()
+    if neural is None:
+        kb = KnowledgeBase(Settings(home=home, embedder="none"))
+    else:
+        cached = CachingEmbedder(neural, embedding_cache)
+        kb = KnowledgeBase(Settings(home=home, embedder="minilm"), embedder=cached)
+        kb.query_embedder = cached.inner
+    kb.ingest([REPO / "examples/postmortems"])
+    return kb
+
+
+def type_hit(kb: KnowledgeBase, ranking: list[str], case: AnomalyCase) -> int:
+    return int(bool(ranking) and ranking[0] in case.case.relevant)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, default=16)
+    parser.add_argument("--write", action="store_true", help="update the shipped defaults")
+    parser.add_argument("--out", type=Path, default=REPO / "src/seenbefore/retrieval/defaults.json")
+    parser.add_argument("--results", type=Path, default=REPO / "benchmarks/results")
+    args = parser.parse_args()
+    records = load_records(args.seeds, args.results / "cache")
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = build_kb(Path(tmp) / "kb", args.results / "cache/embeddings.sqlite")
+        cases = cases_from(records, kb)
+        precedent = [c for c in cases if not c.case.expect_novel]
+        console.print(
+            f"{len(cases)} anomaly cases from {args.seeds} seeds ({len(precedent)} with a "
+            f"precedent); embedder {kb.dense_family()}. [dim]{CAVEAT}[/]"
+        )
+        with console.status("ranking each case with each retriever"):
+            runs = {
+                c.case.id: {
+                    "sparse": run_case(kb, c.case, "sparse", tiers=TIERS, k=100).ranking,
+                    "dense": (
+                        run_case(kb, c.case, "dense", tiers=TIERS, k=100).ranking
+                        if kb.store.embedder_info()
+                        else []
+                    ),
+                    "signals": signal_ranking(kb, c, tiers=TIERS)[:100],
+                }
+                for c in precedent
+            }
+
+        def fused(case: AnomalyCase, weights: dict[str, float]) -> list[str]:
+            return ranked(rrf({n: runs[case.case.id][n] for n in weights}, weights=weights))
+
+        def hit_at_1(weights: dict[str, float], subset: list[AnomalyCase]) -> float:
+            if not subset:
+                return 0.0
+            return sum(type_hit(kb, fused(c, weights), c) for c in subset) / len(subset)
+
+        table = Table(title="anomaly -> right incident type first (type Hit@1)")
+        kinds = sorted({c.kind for c in precedent})
+        table.add_column("ranking")
+        table.add_column("all", justify="right")
+        for kind in kinds:
+            table.add_column(kind, justify="right")
+        shown = {
+            "BM25": {"sparse": 1.0},
+            "MiniLM": {"dense": 1.0},
+            "signals": {"signals": 1.0},
+            "BM25 + MiniLM (text default 0.3)": {"sparse": 0.7, "dense": 0.3},
+            "BM25 + signals (1 : 0.5)": {"sparse": 1.0, "signals": 0.5},
+            "BM25 + MiniLM 0.3 + signals 0.5": {"sparse": 0.7, "dense": 0.3, "signals": 0.5},
+        }
+        for name, weights in shown.items():
+            if "dense" in weights and not kb.store.embedder_info():
+                continue
+            per = [hit_at_1(weights, [c for c in precedent if c.kind == k]) for k in kinds]
+            table.add_row(name, f"{hit_at_1(weights, precedent):.3f}", *(f"{v:.2f}" for v in per))
+        console.print(table)
+
+        signals_choice = choose_weight_cv(
+            precedent,
+            lambda w, subset: hit_at_1({"sparse": 1.0, "signals": w}, subset),
+            metric="type Hit@1",
+        )
+        w_signals = signals_choice.dense  # choose_weight_cv names the swept weight "dense"
+        console.print(f"signals weight {w_signals}: {signals_choice.source}")
+        dense_choice = None
+        w_dense = 0.0
+        if kb.store.embedder_info():
+            dense_choice = choose_weight_cv(
+                precedent,
+                lambda w, subset: hit_at_1(
+                    {"sparse": 1.0 - w, "dense": w, "signals": w_signals}, subset
+                ),
+                metric="type Hit@1",
+            )
+            w_dense = dense_choice.dense
+            console.print(f"dense weight on anomalies {w_dense}: {dense_choice.source}")
+
+        # confidence for anomaly queries: positives and leave-type-out / no-precedent negatives
+        everything = cases + leave_type_out(cases)
+        with console.status("searching with the chosen anomaly profile"):
+            scored = {
+                c.case.id: run_anomaly(
+                    kb, c, tiers=TIERS, signal_weight=w_signals, dense_weight=w_dense
+                )
+                for c in everything
+            }
+        fit_runs = [scored[c.case.id] for c in everything if c.seed % 2 == 0]
+        held_runs = [scored[c.case.id] for c in everything if c.seed % 2 == 1]
+        model = fit_confidence(
+            fit_runs,
+            f"fitted on {len(fit_runs)} simulated anomaly cases (even seeds, incl. "
+            "leave-type-out negatives)",
+        )
+        held = calibration_metrics(model, held_runs)
+        table = Table(title="anomaly confidence, held out (odd seeds)")
+        for col in (
+            "cases",
+            "no-precedent",
+            "hit@1",
+            "ECE",
+            "Brier",
+            "AUROC",
+            "novel P",
+            "novel R",
+        ):
+            table.add_column(col)
+        table.add_row(
+            *(
+                str(held[k])
+                for k in (
+                    "cases",
+                    "no_precedent_cases",
+                    "hit_at_1",
+                    "ece",
+                    "brier",
+                    "auroc_precedent_vs_none",
+                    "novel_precision",
+                    "novel_recall",
+                )
+            )
+        )
+        console.print(table)
+        console.print(
+            f"model: weights {dict(model.weights)}, bias {model.bias:.3f}, threshold {model.threshold}"
+        )
+        per_kind: dict[str, list[int]] = defaultdict(list)
+        for c in cases:
+            run = scored[c.case.id]
+            novel = model.is_novel(model.predict(run.signals))
+            per_kind[c.kind].append(
+                int(novel) if c.case.expect_novel else int(not novel and run.top_correct)
+            )
+        console.print(
+            "reported right by the fitted model, all seeds (type first and not novel; novel "
+            "when no precedent): "
+            + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in sorted(per_kind.items()))
+        )
+        family = kb.dense_family()
+        kb.close()
+
+    if args.write:
+        defaults = json.loads(args.out.read_text())
+        base = "sparse" if w_dense == 0 else f"hybrid:{family}"
+        key = f"anomaly:{base}" + ("+signals" if w_signals > 0 else "")
+        defaults.setdefault("profiles", {})["anomaly"] = {
+            "dense": w_dense,
+            "signals": w_signals,
+            "source": f"benchmarks/anomalies.py, {args.seeds} seeds, 5-fold CV on type Hit@1",
+            "evidence": {
+                "signals": dict(signals_choice.evidence),
+                "dense": dict(dense_choice.evidence) if dense_choice else None,
+                "caveat": CAVEAT,
+            },
+        }
+        data = model.as_dict()
+        data["metrics"] = {"held_out": {"simulated anomalies (odd seeds)": held}}
+        defaults["confidence"] = {
+            k: v for k, v in defaults["confidence"].items() if not k.startswith("anomaly:")
+        }
+        defaults["confidence"][key] = data
+        args.out.write_text(json.dumps(defaults, indent=2, sort_keys=True) + "\n")
+        console.print(f"wrote profile and {key} to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

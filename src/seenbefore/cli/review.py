@@ -1,0 +1,218 @@
+"""`seenbefore review`: the review queue from the terminal (start, list, show, approve, dismiss).
+
+The person at the terminal acts as ``local:<user>`` with the tiers given by ``--tier`` (default
+``SEENBEFORE_TIERS``); every decision is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
+from seenbefore.cli.investigate import render_draft, requests_from
+from seenbefore.cli.search import TierOption
+from seenbefore.cli.security import record_local
+from seenbefore.errors import ConfigError, InputError
+from seenbefore.investigation.reporter import Draft
+from seenbefore.review.models import DismissReason, DraftEdits, Review
+from seenbefore.security.tokens import Principal, local_principal
+
+if TYPE_CHECKING:
+    from seenbefore.review.workflow import ReviewWorkflow
+
+review_app = typer.Typer(
+    help="Review drafts: approve one into the knowledge base, or dismiss it with a reason.",
+    no_args_is_help=True,
+)
+JsonOption = Annotated[bool, typer.Option("--json")]
+
+
+@contextmanager
+def _workflow(tier: list[str] | None) -> Iterator[tuple[ReviewWorkflow, Principal]]:
+    try:
+        from seenbefore.review.workflow import ReviewWorkflow
+    except ImportError as exc:
+        raise ConfigError(
+            f"the review workflow cannot load ({exc}); install it with "
+            "pip install 'seenbefore[server]'"
+        ) from exc
+    cfg = settings()
+    principal = local_principal(caller_tiers(tier, cfg))
+    with open_kb(cfg) as kb, ReviewWorkflow(kb, cfg) as workflow:
+        yield workflow, principal
+
+
+def _audit(workflow: ReviewWorkflow, principal: Principal, action: str, review: Review) -> None:
+    candidates = review.evidence.get("candidates") or []
+    record_local(
+        workflow.kb.store,
+        action,
+        principal.tiers,
+        draft_id=review.id,
+        decision=review.outcome or review.status,
+        doc_ids=[c["doc_id"] for c in candidates],
+        tiers=review.tiers,
+        detail={"round": review.round, "postmortem_id": review.postmortem_id},
+    )
+
+
+def _summary(review: Review) -> None:
+    state = review.status if review.status != "pending" else f"pending, round {review.round}"
+    if review.outcome:
+        state += f" ({review.outcome})"
+    console.print(
+        f"[bold]{review.id}[/] {state}; tier {review.access_tier}; severity "
+        f"{review.severity or '-'}; requested by {review.requested_by}"
+        + (f"; postmortem {review.postmortem_id}" if review.postmortem_id else "")
+        + (f"; excluded {', '.join(review.excluded_doc_ids)}" if review.excluded_doc_ids else "")
+    )
+
+
+@review_app.command("start")
+def start(
+    text: Annotated[str | None, typer.Argument(help="alert text or on-call note")] = None,
+    alert: Annotated[Path | None, typer.Option(help="Alertmanager webhook JSON")] = None,
+    anomaly: Annotated[Path | None, typer.Option(help="anomaly JSON record")] = None,
+    severity: Annotated[str | None, typer.Option(help="e.g. SEV2; orders the queue")] = None,
+    k: Annotated[int, typer.Option("-k", help="precedents to gather")] = 3,
+    tier: TierOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Investigate and draft; the draft then waits in the queue for a decision."""
+    requests = requests_from(text, alert, anomaly)
+    with _workflow(tier) as (workflow, principal):
+        reviews = []
+        for request in requests:
+            key = None
+            if request.fingerprint and request.started_at:
+                key = f"{request.fingerprint}:{request.started_at.isoformat()}"
+            review = workflow.start(
+                request, principal=principal, severity=severity, source_key=key, k=k
+            )
+            _audit(workflow, principal, "review.start", review)
+            reviews.append(review)
+    if as_json:
+        print_json({"reviews": [r.model_dump(mode="json") for r in reviews]})
+        return
+    for review in reviews:
+        _summary(review)
+        if review.draft:
+            render_draft(Draft.model_validate(review.draft))
+
+
+@review_app.command("list")
+def list_reviews(
+    status: Annotated[str, typer.Option(help="pending, approved, closed or all")] = "pending",
+    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    tier: TierOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reviews visible to your tiers, most severe first."""
+    with _workflow(tier) as (workflow, principal):
+        reviews = workflow.list(
+            tiers=principal.tiers, status=None if status == "all" else status, limit=limit
+        )
+    if as_json:
+        print_json({"reviews": [r.model_dump(mode="json") for r in reviews]})
+        return
+    table = Table(title=f"reviews ({status}): {len(reviews)}")
+    for column in ("id", "severity", "status", "round", "tier", "confidence", "summary"):
+        table.add_column(column)
+    for r in reviews:
+        table.add_row(
+            r.id,
+            r.severity or "-",
+            r.status + (f" ({r.outcome})" if r.outcome else ""),
+            str(r.round),
+            r.access_tier,
+            f"{r.draft['confidence']:.2f}" if "confidence" in r.draft else "-",
+            str(r.draft.get("summary", "(drafting)")),
+        )
+    console.print(table)
+
+
+@review_app.command("show")
+def show(
+    review_id: Annotated[str, typer.Argument(help="review id, e.g. rev-1a2b3c4d5e6f")],
+    tier: TierOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One review: its current draft, evidence and history."""
+    with _workflow(tier) as (workflow, principal):
+        review = workflow.get(review_id, tiers=principal.tiers)
+    if as_json:
+        print_json({"review": review.model_dump(mode="json")})
+        return
+    _summary(review)
+    if review.draft:
+        render_draft(Draft.model_validate(review.draft))
+    table = Table(title="history")
+    for column in ("at", "round", "actor", "action", "reason", "note"):
+        table.add_column(column)
+    for e in review.history:
+        table.add_row(e.at, str(e.round), e.actor, e.action, e.reason or "", e.note or "")
+    console.print(table)
+
+
+@review_app.command("approve")
+def approve(
+    review_id: Annotated[str, typer.Argument(help="review id")],
+    title: Annotated[str | None, typer.Option(help="replace the postmortem's title")] = None,
+    summary: Annotated[str | None, typer.Option(help="replace the summary")] = None,
+    hypothesis: Annotated[str | None, typer.Option(help="replace the hypothesis")] = None,
+    root_cause: Annotated[str | None, typer.Option(help="the confirmed root cause")] = None,
+    resolution: Annotated[str | None, typer.Option(help="what resolved it")] = None,
+    tier: TierOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve the draft (optionally edited): it becomes a postmortem in the knowledge base."""
+    edits = DraftEdits(
+        title=title,
+        summary=summary,
+        hypothesis=hypothesis,
+        root_cause=root_cause,
+        resolution=resolution,
+    )
+    given = edits if any(v is not None for v in edits.model_dump().values()) else None
+    with _workflow(tier) as (workflow, principal):
+        review = workflow.approve(review_id, reviewer=principal, edits=given)
+        _audit(workflow, principal, "review.approve", review)
+    if as_json:
+        print_json({"review": review.model_dump(mode="json")})
+        return
+    _summary(review)
+    console.print(f"approved: postmortem {review.postmortem_id} is in the knowledge base")
+
+
+@review_app.command("dismiss")
+def dismiss(
+    review_id: Annotated[str, typer.Argument(help="review id")],
+    reason: Annotated[
+        str, typer.Option(help=", ".join(r.value for r in DismissReason), show_default=False)
+    ],
+    note: Annotated[str, typer.Option(help="what the draft missed (added to the query)")] = "",
+    tier: TierOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Dismiss the draft: re-investigate without the dismissed precedent, or close it."""
+    if reason not in {r.value for r in DismissReason}:
+        allowed = ", ".join(r.value for r in DismissReason)
+        raise InputError(f"--reason is {reason!r}, expected one of {allowed}")
+    with _workflow(tier) as (workflow, principal):
+        review = workflow.dismiss(review_id, reviewer=principal, reason=reason, note=note)
+        _audit(workflow, principal, "review.dismiss", review)
+    if as_json:
+        print_json({"review": review.model_dump(mode="json")})
+        return
+    _summary(review)
+    if review.status == "pending" and review.draft:
+        console.print(f"re-investigated: round {review.round}")
+        render_draft(Draft.model_validate(review.draft))
+    else:
+        console.print(f"closed: {review.outcome}")

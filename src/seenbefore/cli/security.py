@@ -1,0 +1,170 @@
+"""`seenbefore token ...` and `seenbefore audit [verify]`, and the audit hook the CLI commands use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from seenbefore.cli.common import console, err_console, open_store, print_json, settings
+from seenbefore.security.audit import AuditLog, AuditRecord
+from seenbefore.security.tokens import ROLES, TokenStore, local_principal
+from seenbefore.storage.sqlite import SQLiteStore
+
+token_app = typer.Typer(
+    help="API tokens for the HTTP service and the web review queue.", no_args_is_help=True
+)
+audit_app = typer.Typer(
+    help="Read the append-only audit log (`seenbefore audit verify` checks its hash chain)."
+)
+
+
+def record_local(
+    store: SQLiteStore, action: str, caller_tiers: Sequence[str], **fields: Any
+) -> AuditRecord:
+    """Audit a CLI action as the local user (``local:<user>``, holding ``caller_tiers``)."""
+    return AuditLog(store).record(local_principal(caller_tiers), action, **fields)
+
+
+# -- tokens ---------------------------------------------------------------------------------
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Option("--name", help="who or what holds the token")],
+    role: Annotated[str, typer.Option("--role", help=" < ".join(ROLES))],
+    tiers: Annotated[
+        str, typer.Option("--tiers", help="access tiers, comma-separated, e.g. general,restricted")
+    ],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Create a token; it is printed once and only its hash is kept."""
+    with open_store() as store:
+        plaintext, principal = TokenStore(store).create(name, role, tiers.split(","))
+        record_local(
+            store,
+            "token.create",
+            settings().tiers,
+            detail={
+                "token_id": principal.token_id,
+                "token_name": principal.name,
+                "token_role": principal.role,
+                "token_tiers": list(principal.tiers),
+            },
+        )
+    if as_json:
+        print_json(
+            {
+                "id": principal.token_id,
+                "name": principal.name,
+                "role": principal.role,
+                "tiers": list(principal.tiers),
+                "token": plaintext,
+            }
+        )
+        return
+    err_console.print(
+        f"token {principal.token_id} for {principal.name} (role {principal.role}, tiers "
+        f"{', '.join(principal.tiers)}). It is shown once: store it now."
+    )
+    console.print(plaintext, soft_wrap=True)
+
+
+@token_app.command("list")
+def token_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Tokens with their role, tiers and last use (never the token itself)."""
+    with open_store() as store:
+        infos = TokenStore(store).list()
+    if as_json:
+        print_json(
+            {
+                "tokens": [
+                    {
+                        "id": t.id,
+                        "name": t.name,
+                        "role": t.role,
+                        "tiers": list(t.tiers),
+                        "created_at": t.created_at,
+                        "last_used_at": t.last_used_at,
+                        "revoked_at": t.revoked_at,
+                        "active": t.active,
+                    }
+                    for t in infos
+                ]
+            }
+        )
+        return
+    table = Table(title=f"{len(infos)} tokens")
+    for col in ("id", "name", "role", "tiers", "created", "last used", "revoked"):
+        table.add_column(col)
+    for t in infos:
+        table.add_row(
+            t.id,
+            t.name,
+            t.role,
+            ",".join(t.tiers),
+            t.created_at,
+            t.last_used_at or "-",
+            f"[red]{t.revoked_at}[/]" if t.revoked_at else "-",
+        )
+    console.print(table)
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: Annotated[str, typer.Argument(help="id from `token list`")]) -> None:
+    """Revoke a token: it stops working at once."""
+    with open_store() as store:
+        TokenStore(store).revoke(token_id)
+        record_local(store, "token.revoke", settings().tiers, detail={"token_id": token_id})
+    console.print(f"revoked {token_id}")
+
+
+# -- audit ----------------------------------------------------------------------------------
+@audit_app.callback(invoke_without_command=True)
+def audit(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", help="newest N records")] = 20,
+    action: Annotated[str | None, typer.Option("--action", help="only this action")] = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="only this actor")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show the newest audit records (ids and hashes only; the log keeps no query text)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with open_store() as store:
+        records = AuditLog(store).read(limit=limit, action=action, actor=actor)
+    if as_json:
+        print_json({"records": [r.to_json() for r in records]})
+        return
+    table = Table(title=f"audit log: {len(records)} records")
+    for col in ("id", "time", "actor", "action", "query hash", "documents", "tiers", "draft"):
+        table.add_column(col)
+    for r in records:
+        docs = ", ".join(r.doc_ids)
+        table.add_row(
+            str(r.id),
+            r.time[:19],
+            r.actor,
+            r.action + (f" ({r.decision})" if r.decision else ""),
+            (r.query_hash or "-")[:12],
+            docs if len(docs) <= 40 else docs[:39] + "…",
+            ",".join(r.tiers) or "-",
+            r.draft_id or "-",
+        )
+    console.print(table)
+
+
+@audit_app.command("verify")
+def audit_verify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Recompute the hash chain; exit 0 when intact, 1 naming the first bad record when not."""
+    with open_store() as store:
+        result = AuditLog(store).verify()
+    if as_json:
+        print_json(result.to_json())
+    elif result.ok:
+        console.print(f"audit log {result.reason}; head {result.head_hash or '-'}")
+    else:
+        where = f"record {result.first_bad_id}: " if result.first_bad_id is not None else ""
+        err_console.print(f"[red]audit log NOT intact[/] — {where}{result.reason}")
+    if not result.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,150 @@
+"""`seenbefore serve`: the HTTP service and the web review queue (uvicorn).
+
+With no configuration it binds 127.0.0.1:8000, ingests the sample knowledge base when the store
+is empty, and, when no admin token exists, creates one and shows it once on the terminal (never
+in a log: without a terminal it is not created; set SEENBEFORE_ADMIN_TOKEN instead).
+SEENBEFORE_ADMIN_TOKEN, when set, is registered as the admin token."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seenbefore.cli.common import console, err_console, settings
+from seenbefore.config import Settings
+from seenbefore.kb import KnowledgeBase
+
+ADMIN_TOKEN_ENV = "SEENBEFORE_ADMIN_TOKEN"
+ADMIN_NAME = "admin"
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    ingested: int  # sample postmortems ingested (0 when the store had documents)
+    admin_token: str | None  # a new admin token, to show once
+    admin_tiers: tuple[str, ...]
+    note: str = ""
+
+
+def sample_dir() -> Path | None:
+    """The sample knowledge base shipped with the project (a source checkout's examples/)."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[3] / "examples" / "postmortems", Path("examples/postmortems")):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def admin_tiers(kb: KnowledgeBase, cfg: Settings) -> tuple[str, ...]:
+    """Every tier the configuration or the store knows: the first admin sees everything."""
+    known = {*cfg.tiers, *cfg.service_tiers, *kb.store.document_rows().tiers}
+    return tuple(sorted(known))
+
+
+def bootstrap(
+    kb: KnowledgeBase,
+    cfg: Settings,
+    *,
+    samples: Path | None,
+    env_token: str | None,
+    can_show: bool,
+) -> Bootstrap:
+    """Sample KB when empty; the admin token (from the environment, or a new one to show)."""
+    from seenbefore.security.audit import AuditLog
+    from seenbefore.security.tokens import TokenStore, local_principal
+
+    ingested = 0
+    if not kb.store.list_ids() and samples is not None:
+        report = kb.ingest([samples])
+        ingested = len(report.added)
+    tiers = admin_tiers(kb, cfg)
+    tokens = TokenStore(kb.store)
+    audit = AuditLog(kb.store)
+    actor = local_principal(tiers)
+    if env_token:
+        principal = tokens.ensure(env_token, ADMIN_NAME, "admin", tiers)
+        audit.record(actor, "token.ensure", detail={"token_id": principal.token_id, "env": True})
+        return Bootstrap(ingested, None, tiers, f"admin token from {ADMIN_TOKEN_ENV}")
+    if tokens.has_admin():
+        return Bootstrap(ingested, None, tiers, "an admin token exists")
+    if not can_show:
+        return Bootstrap(
+            ingested,
+            None,
+            tiers,
+            f"no admin token exists and there is no terminal to show a new one on; set "
+            f"{ADMIN_TOKEN_ENV} or run `seenbefore token create --name NAME --role admin "
+            "--tiers ...`",
+        )
+    plaintext, principal = tokens.create(ADMIN_NAME, "admin", tiers)
+    audit.record(
+        actor,
+        "token.create",
+        detail={"token_id": principal.token_id, "token_role": "admin", "token_tiers": list(tiers)},
+    )
+    return Bootstrap(ingested, plaintext, tiers, "new admin token")
+
+
+def _terminal() -> Callable[[str], None] | None:
+    """A writer to the user's terminal, or None when stdout is not one (a log)."""
+    if sys.stdout.isatty():
+        return lambda text: console.print(text, soft_wrap=True, markup=False, highlight=False)
+    return None
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="address to bind (SEENBEFORE_SERVE_HOST)")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="port (SEENBEFORE_SERVE_PORT)")] = None,
+    sample: Annotated[
+        bool, typer.Option(help="ingest the sample knowledge base when the store is empty")
+    ] = True,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+) -> None:
+    """Run the HTTP API and the web review queue (http://127.0.0.1:8000/ by default)."""
+    import uvicorn
+
+    from seenbefore.service.app import create_app
+
+    cfg = settings()
+    overrides = {"serve_host": host, "serve_port": port}
+    cfg = cfg.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    show = _terminal()
+    kb = KnowledgeBase(cfg)
+    try:
+        with console.status("loading the knowledge base…"):
+            boot = bootstrap(
+                kb,
+                cfg,
+                samples=sample_dir() if sample else None,
+                env_token=os.environ.get(ADMIN_TOKEN_ENV) or None,
+                can_show=show is not None,
+            )
+    except BaseException:
+        kb.close()
+        raise
+    if boot.ingested:
+        err_console.print(f"ingested {boot.ingested} sample postmortems into {cfg.db_path}")
+    if boot.admin_token and show is not None:
+        err_console.print(
+            f"admin token (tiers {', '.join(boot.admin_tiers)}); shown once, store it now:"
+        )
+        show(boot.admin_token)
+    elif boot.note and not boot.admin_token:
+        err_console.print(f"[dim]{boot.note}[/]")
+    url = f"http://{cfg.serve_host}:{cfg.serve_port}/"
+    err_console.print(f"review queue: {url}  API docs: {url}docs")
+    uvicorn.run(
+        create_app(cfg, kb=kb),
+        host=cfg.serve_host,
+        port=cfg.serve_port,
+        log_level=log_level,
+        proxy_headers=False,
+    )

@@ -1,0 +1,360 @@
+"""The durable review workflow: what the CLI, the HTTP service and the web queue call.
+
+A review's working data lives in its LangGraph thread (:mod:`seenbefore.review.graph`,
+``<home>/reviews.sqlite``), so it survives a restart and is decided from any process. What people
+see, and every status change, lives in the ``reviews`` rows of kb.sqlite: a decision is claimed
+there first by one conditional UPDATE (exactly once; ConflictError for the loser), recorded with
+its calibration label in the same transaction, and only then handed to the waiting graph with
+``Command(resume=...)``. Thread id == review id == investigation id.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from seenbefore.config import Settings
+from seenbefore.errors import ConflictError, InputError, NotFoundError, StoreError
+from seenbefore.investigation.query import InvestigationRequest
+from seenbefore.kb import KnowledgeBase
+from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
+from seenbefore.review.labels import record_label, top_label
+from seenbefore.review.models import DismissReason, DraftEdits, Review, request_to_dict
+from seenbefore.review.postmortem import postmortem_id, render, validate
+from seenbefore.review.records import ReviewRecords, add_event, now
+from seenbefore.review.tiers import most_restrictive
+from seenbefore.security.tokens import Principal
+
+EXCLUDING_REASONS = (DismissReason.WRONG_PRECEDENT, DismissReason.OTHER)
+MAX_NOTE_CHARS = 2000
+MAX_K = 10
+CLOSE_OUTCOMES = ("alert_resolved", "no_precedent")
+
+
+def new_review_id() -> str:
+    return "rev-" + secrets.token_hex(6)
+
+
+class ReviewWorkflow:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        settings: Settings,
+        *,
+        reporter_factory: ReporterFactory | None = None,
+    ) -> None:
+        self.kb = kb
+        self.settings = settings
+        self.records = ReviewRecords(kb.store)
+        self.engine = ReviewGraph(kb, settings, self.records, reporter_factory)
+        self.graph = self.engine.graph
+        self.saver = self.engine.saver
+        self.checkpoint_path = self.engine.checkpoint_path
+        self.approved_dir = self.engine.approved_dir
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> ReviewWorkflow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _config(review_id: str) -> RunnableConfig:
+        return ReviewGraph.config(review_id)
+
+    def _resume(self, review_id: str, payload: dict[str, Any]) -> None:
+        self.engine.resume(review_id, payload)
+
+    # -- the interface -------------------------------------------------------------------------
+    def start(
+        self,
+        request: InvestigationRequest,
+        *,
+        principal: Principal,
+        severity: str | None = None,
+        source_key: str | None = None,
+        source: dict[str, Any] | None = None,
+        k: int = 3,
+    ) -> Review:
+        """Investigate and draft; the review then waits for a decision. Idempotent on
+        ``source_key`` (an Alertmanager alert's ``fingerprint:startsAt``)."""
+        if not 1 <= k <= MAX_K:
+            raise InputError(f"k is {k}; gather between 1 and {MAX_K} precedents")
+        if source_key is not None:
+            existing = self.records.by_source(source_key)
+            if existing is not None:
+                return self._existing(existing["id"], source_key, principal)
+        review_id = new_review_id()
+        tiers = list(principal.tiers)
+        inserted = self.records.insert(
+            review_id,
+            request=request_to_dict(request),
+            requested_by=principal.name,
+            severity=severity or request.labels.get("severity"),
+            source_key=source_key,
+            source=source,
+            access_tier=most_restrictive([], self.settings.tiers),
+            detail={"tiers": tiers, "k": k},
+        )
+        if not inserted and source_key is not None:
+            row = self.records.by_source(source_key)
+            if row is not None:
+                return self._existing(row["id"], source_key, principal)
+        state: ReviewState = {
+            "review_id": review_id,
+            "request": request_to_dict(request),
+            "tiers": tiers,
+            "k": k,
+            "round": 1,
+            "excluded": [],
+            "notes": [],
+        }
+        try:
+            self.engine.run(state)
+        except BaseException:
+            self.records.delete(review_id)
+            self.engine.delete(review_id)
+            raise
+        return self.records.get(review_id, None)
+
+    def _existing(self, review_id: str, source_key: str, principal: Principal) -> Review:
+        try:
+            return self.records.get(review_id, principal.tiers)
+        except NotFoundError:
+            raise ConflictError(
+                f"an investigation for source key {source_key!r} already exists; "
+                "it is not visible to your tiers"
+            ) from None
+
+    def get(self, review_id: str, *, tiers: Sequence[str]) -> Review:
+        """The review, if every tier of its evidence is among ``tiers``; else NotFoundError."""
+        return self.records.get(review_id, tuple(tiers))
+
+    def list(
+        self, *, tiers: Sequence[str], status: str | None = "pending", limit: int | None = None
+    ) -> list[Review]:
+        """Reviews visible to ``tiers``, most severe first, then oldest first."""
+        if status is not None and status not in ("pending", "approved", "closed"):
+            raise InputError(f"status is {status!r}, expected pending, approved or closed")
+        return self.records.select(tuple(tiers), status, limit)
+
+    def approve(
+        self, review_id: str, *, reviewer: Principal, edits: DraftEdits | None = None
+    ) -> Review:
+        """Approve the current draft (exactly once) and write it into the knowledge base."""
+        reviewer.require("reviewer", "approve a review")
+        review = self._decidable(review_id, reviewer)
+        approved_at = now()
+        validate(
+            render(
+                review,
+                reviewer=reviewer.name,
+                edits=edits,
+                access_tier=review.access_tier,
+                approved_at=approved_at,
+            ),
+            str(self.approved_dir / f"{postmortem_id(review_id)}.md"),
+        )
+        payload = {
+            "action": "approve",
+            "reviewer": reviewer.name,
+            "edits": edits.model_dump(exclude_none=True) if edits else None,
+            "approved_at": approved_at,
+        }
+        label = top_label(review.evidence, review.draft, approved=True)
+        with self.kb.store.transaction() as conn:
+            self.records.claim(conn, review_id, review.round, status="approved", outcome="approved")
+            add_event(
+                conn,
+                review_id,
+                reviewer.name,
+                "approved",
+                review.round,
+                detail={"resume": payload, "edited": sorted(payload["edits"] or {})},
+            )
+            if label is not None:
+                record_label(
+                    conn, review_id, review.round, review.evidence, label, reason="approved"
+                )
+        self._resume(review_id, payload)
+        return self._visible_or_redacted(review_id, reviewer)
+
+    def dismiss(
+        self,
+        review_id: str,
+        *,
+        reviewer: Principal,
+        reason: DismissReason | str,
+        note: str = "",
+    ) -> Review:
+        """Dismiss the current draft: re-investigate (the dismissed precedent excluded, the note
+        added to the query) or, after ``review_max_rounds`` rounds, close as no precedent."""
+        reviewer.require("reviewer", "dismiss a review")
+        try:
+            why = DismissReason(reason)
+        except ValueError:
+            allowed = ", ".join(r.value for r in DismissReason)
+            raise InputError(f"dismiss reason is {reason!r}, expected one of {allowed}") from None
+        note = " ".join(note.split())
+        if len(note) > MAX_NOTE_CHARS:
+            raise InputError(f"the note has {len(note)} characters; keep it under {MAX_NOTE_CHARS}")
+        review = self._decidable(review_id, reviewer)
+        candidates = review.evidence.get("candidates") or []
+        top = candidates[0]["doc_id"] if candidates else None
+        exclude = [top] if top and why in EXCLUDING_REASONS else []
+        reinvestigate = review.round < self.settings.review_max_rounds
+        k = int((review.evidence.get("searched") or {}).get("k", 3))
+        if why is DismissReason.NOT_ENOUGH_EVIDENCE:
+            k = min(MAX_K, k + 2)
+        payload = {
+            "action": "dismiss",
+            "reinvestigate": reinvestigate,
+            "exclude": exclude,
+            "note": note,
+            "k": k,
+            "reviewer": reviewer.name,
+        }
+        label = top_label(review.evidence, review.draft, approved=False)
+        with self.kb.store.transaction() as conn:
+            self.records.claim(
+                conn,
+                review_id,
+                review.round,
+                status="pending" if reinvestigate else "closed",
+                outcome=None if reinvestigate else "no_precedent",
+                excluded=[*review.excluded_doc_ids, *exclude],
+            )
+            add_event(
+                conn,
+                review_id,
+                reviewer.name,
+                "dismissed",
+                review.round,
+                reason=why.value,
+                note=note or None,
+                detail={"resume": payload, "excluded": exclude},
+            )
+            if not reinvestigate:
+                add_event(
+                    conn,
+                    review_id,
+                    "workflow",
+                    "closed",
+                    review.round,
+                    detail={"outcome": "no_precedent", "rounds": review.round},
+                )
+            if label is not None:
+                record_label(
+                    conn, review_id, review.round, review.evidence, 0, reason=why.value, note=note
+                )
+        self._resume(review_id, payload)
+        return self._visible_or_redacted(review_id, reviewer)
+
+    def close_by_source(
+        self, source_key: str, outcome: str = "alert_resolved"
+    ) -> builtins.list[Review]:
+        """Close the pending review of ``source_key`` (a resolved alert); [] when none."""
+        if outcome not in CLOSE_OUTCOMES:
+            raise InputError(f"outcome is {outcome!r}, expected one of {', '.join(CLOSE_OUTCOMES)}")
+        payload = {"action": "close", "outcome": outcome}
+        with self.kb.store.transaction() as conn:
+            row = conn.execute(
+                "SELECT id, round, awaiting FROM reviews WHERE source_key = ?"
+                " AND status = 'pending'",
+                (source_key,),
+            ).fetchone()
+            if row is None:
+                return []
+            conn.execute(
+                "UPDATE reviews SET status = 'closed', outcome = ?, awaiting = 0, updated_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                (outcome, now(), row["id"]),
+            )
+            add_event(
+                conn,
+                row["id"],
+                "workflow",
+                "closed",
+                row["round"],
+                detail={"outcome": outcome, "source_key": source_key},
+            )
+        if row["awaiting"] and self.engine.waiting(row["id"]):
+            self._resume(row["id"], payload)
+        return [self.records.get(row["id"], None)]
+
+    def purge_document(self, doc_id: str) -> int:
+        """Delete every review, draft, evidence record, label and checkpoint that quotes
+        ``doc_id`` (and, for an approved postmortem, its source file); returns reviews removed.
+        Approved postmortems that cite ``doc_id`` are documents of their own and stay."""
+        ids = self.records.quoting(doc_id)
+        self.kb.store.query("PRAGMA secure_delete = ON")
+        self.records.purge(ids, doc_id)
+        for review_id in ids:
+            self.engine.delete(review_id)
+            if doc_id == postmortem_id(review_id):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.approved_dir / f"{doc_id}.md").unlink()
+        self.engine.compact()
+        self.kb.store.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        return len(ids)
+
+    def recover(self) -> builtins.list[str]:
+        """Finish decisions (and first drafts) that a process recorded but did not complete
+        before it stopped. Call once at service start, before serving."""
+        resumed = []
+        for row in self.records.unfinished():
+            review_id = row["id"]
+            upcoming = self.engine.next(review_id)
+            if upcoming == ("human_review",):
+                event = self.records.last_event(review_id, ("drafted", "approved", "dismissed"))
+                if event is None or "resume" not in event.detail:
+                    continue
+                self.engine.resume(review_id, event.detail["resume"])
+            elif upcoming:
+                self.engine.proceed(review_id)
+            else:
+                started = self.records.last_event(review_id, ("started",))
+                detail = started.detail if started else {}
+                state: ReviewState = {
+                    "review_id": review_id,
+                    "request": self.records.get(review_id, None).request,
+                    "tiers": list(detail.get("tiers") or self.settings.service_tiers),
+                    "k": int(detail.get("k") or 3),
+                    "round": 1,
+                    "excluded": [],
+                    "notes": [],
+                }
+                self.engine.run(state)
+            resumed.append(row["id"])
+        return resumed
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _decidable(self, review_id: str, reviewer: Principal) -> Review:
+        review = self.records.get(review_id, reviewer.tiers)
+        if review.status != "pending" or not review.awaiting_decision:
+            raise self.records.conflict(review_id, review.round)
+        if not self.engine.waiting(review_id):
+            raise StoreError(
+                f"review {review_id} has no workflow checkpoint waiting for a decision in "
+                f"{self.checkpoint_path}; restore that file from the backup taken with kb.sqlite"
+            )
+        return review
+
+    def _visible_or_redacted(self, review_id: str, reviewer: Principal) -> Review:
+        """The review after a decision; if re-investigation found evidence outside the
+        reviewer's tiers, its status only."""
+        try:
+            return self.records.get(review_id, reviewer.tiers)
+        except NotFoundError:
+            review = self.records.get(review_id, None)
+            return review.model_copy(
+                update={"draft": {}, "evidence": {}, "tiers": [], "history": []}
+            )

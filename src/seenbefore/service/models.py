@@ -1,0 +1,273 @@
+"""Request and response bodies of the HTTP API (pydantic, so the OpenAPI document is complete).
+Reviews and investigations are :class:`seenbefore.review.models.Review` as they are."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from seenbefore.review.models import DismissReason, DraftEdits, Review
+
+MAX_QUERY_CHARS = 10_000
+MAX_MARKDOWN_CHARS = 1_000_000
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem: every error answer has this shape (application/problem+json)."""
+
+    type: str = Field(examples=["urn:seenbefore:problem:not-found"])
+    title: str
+    status: int
+    detail: str
+    instance: str
+    errors: list[dict[str, Any]] | None = None
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not ready"]
+    reason: str = ""
+    generation: int | None = None
+
+
+# -- search --------------------------------------------------------------------------------------
+class SearchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    k: int = Field(default=5, ge=1, le=50)
+    mode: Literal["hybrid", "sparse", "dense"] = "hybrid"
+    services: list[str] = Field(default_factory=list, max_length=50)
+    since: dt.date | None = None
+    until: dt.date | None = None
+    include_superseded: bool = False
+
+
+class RetrieverScore(BaseModel):
+    rank: int
+    score: float
+
+
+class CandidateOut(BaseModel):
+    rank: int
+    id: str
+    title: str
+    date: dt.date | None
+    type: str
+    status: str
+    superseded_by: str | None
+    access_tier: str
+    services: list[str]
+    score: float
+    matched_by: str
+    retrievers: dict[str, RetrieverScore]
+    section: str
+    chunk_id: int
+    snippet: str
+
+
+class SearchOut(BaseModel):
+    query: str
+    mode: str
+    confidence: float
+    confidence_label: str
+    novel: bool
+    dense_trusted: bool
+    weights: dict[str, float]
+    results: list[CandidateOut]
+
+
+# -- investigations, anomalies, alerts -----------------------------------------------------------
+class InvestigationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="alert text or note")
+    severity: Literal["SEV1", "SEV2", "SEV3", "SEV4"] | None = None
+    services: list[str] = Field(default_factory=list, max_length=50)
+
+
+class DeviationIn(BaseModel):
+    metric: str
+    direction: Literal["up", "down"]
+    value: float
+    baseline: float
+    zscore: float
+    unit: str = ""
+
+
+class AnomalyIn(BaseModel):
+    """An anomaly record as `seenbefore detect --json` writes it."""
+
+    id: str = Field(min_length=1, max_length=200)
+    service: str = Field(min_length=1, max_length=200)
+    cloud: str = ""
+    region: str = ""
+    start: dt.datetime
+    end: dt.datetime
+    score: float = Field(ge=0.0, le=1.0)
+    deviations: list[DeviationIn] = Field(default_factory=list, max_length=100)
+    normal: list[str] = Field(default_factory=list)
+    severity: Literal["SEV1", "SEV2", "SEV3", "SEV4"] | None = None
+    rules: list[str] = Field(default_factory=list)
+    rules_severity: list[str] = Field(default_factory=list)
+    truth_kind: str | None = None
+
+
+class AlertmanagerAlert(BaseModel):
+    status: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    startsAt: str = ""
+    endsAt: str = ""
+    generatorURL: str = ""
+    fingerprint: str = ""
+
+
+class AlertmanagerWebhook(BaseModel):
+    """Alertmanager's webhook body, payload version 4."""
+
+    version: str
+    status: str = ""
+    receiver: str = ""
+    groupKey: str = ""
+    truncatedAlerts: int = 0
+    groupLabels: dict[str, str] = Field(default_factory=dict)
+    commonLabels: dict[str, str] = Field(default_factory=dict)
+    commonAnnotations: dict[str, str] = Field(default_factory=dict)
+    externalURL: str = ""
+    alerts: list[AlertmanagerAlert] = Field(max_length=1000)
+
+
+class AlertStarted(BaseModel):
+    source_key: str
+    investigation_id: str
+    status: str
+    round: int
+
+
+class AlertsOut(BaseModel):
+    started: list[AlertStarted]
+    closed: list[str] = Field(description="investigation ids closed by resolved alerts")
+    ignored: int = Field(description="alerts neither firing nor resolved")
+
+
+# -- reviews -------------------------------------------------------------------------------------
+class ReviewsOut(BaseModel):
+    reviews: list[Review]
+
+
+class ApproveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    edits: DraftEdits | None = None
+
+
+class DismissIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: DismissReason
+    note: str = Field(default="", max_length=5000)
+
+
+# -- postmortems ---------------------------------------------------------------------------------
+class PostmortemIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    markdown: str = Field(
+        min_length=1,
+        max_length=MAX_MARKDOWN_CHARS,
+        description="one postmortem: YAML front matter (id, title, ...) and Markdown sections",
+    )
+
+
+class SectionOut(BaseModel):
+    key: str
+    heading: str
+    text: str
+
+
+class PostmortemOut(BaseModel):
+    id: str
+    title: str
+    date: dt.date | None
+    services: list[str]
+    severity: str
+    status: str
+    effective_status: str
+    supersedes: str | None
+    superseded_by: str | None
+    access_tier: str
+    type: str
+    tags: list[str]
+    signals: list[str]
+    extra: dict[str, Any]
+    body: str
+    sections: list[SectionOut]
+    chunk_count: int
+    content_hash: str
+    ingested_at: str
+    updated_at: str
+
+
+class WriteOut(BaseModel):
+    id: str
+    outcome: Literal["added", "updated", "unchanged"]
+    chunks: int
+    injection_flags: list[str] = Field(
+        default_factory=list, description="prompt-injection patterns found (kept, flagged)"
+    )
+
+
+class DeletionOut(BaseModel):
+    id: str
+    sha256: str
+    chunks: int
+    reviews_purged: int
+    notifications_purged: int
+    log_lines_purged: int
+    derived_deleted: list[str]
+    files_compacted: list[str]
+
+
+# -- audit ---------------------------------------------------------------------------------------
+class AuditRecordOut(BaseModel):
+    id: int
+    time: str
+    actor: str
+    session: str | None
+    action: str
+    query_hash: str | None
+    doc_ids: list[str]
+    tiers: list[str]
+    draft_id: str | None
+    decision: str | None
+    detail: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class AuditOut(BaseModel):
+    records: list[AuditRecordOut]
+
+
+PROBLEM_DESCRIPTIONS = {
+    400: "bad input (what was received, the rule, the fix)",
+    401: "no token, or an unknown or revoked one",
+    403: "the token's role may not do this",
+    404: "no such resource, or not visible to the caller's tiers (indistinguishable)",
+    409: "conflicts with the current state",
+    422: "the request body or parameters do not validate",
+    429: "rate limited: see Retry-After",
+    503: "the knowledge base or store is not usable right now",
+}
+
+
+def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for error answers (all application/problem+json, RFC 9457)."""
+    chosen = codes or (401, 403, 422, 429, 503)
+    return {c: {"model": Problem, "description": PROBLEM_DESCRIPTIONS[c]} for c in chosen}

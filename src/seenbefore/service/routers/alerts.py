@@ -1,0 +1,118 @@
+"""``POST /v1/alerts/alertmanager``: Alertmanager's webhook (payload version 4).
+
+Each firing alert starts an investigation as the service principal (role responder, tiers
+``SEENBEFORE_SERVICE_TIERS``), keyed by ``fingerprint:startsAt`` so a re-delivered webhook
+starts nothing new; each resolved alert closes the investigations of that key."""
+
+from __future__ import annotations
+
+import hashlib
+
+from fastapi import APIRouter
+
+from seenbefore.errors import InputError
+from seenbefore.investigation.query import from_alertmanager
+from seenbefore.service import actions
+from seenbefore.service.deps import App, Responder, service_principal
+from seenbefore.service.models import (
+    AlertmanagerAlert,
+    AlertmanagerWebhook,
+    AlertsOut,
+    AlertStarted,
+    problems,
+)
+
+router = APIRouter(prefix="/v1", tags=["alerts"], responses=problems())
+
+SEVERITY_LABELS = {
+    "critical": "SEV1",
+    "page": "SEV1",
+    "high": "SEV2",
+    "error": "SEV2",
+    "major": "SEV2",
+    "warning": "SEV3",
+    "minor": "SEV3",
+    "info": "SEV4",
+    "low": "SEV4",
+    "none": "SEV4",
+}
+
+
+def severity_of(labels: dict[str, str]) -> str | None:
+    """Alertmanager's conventional ``severity`` label as a seenbefore severity (SEV1..SEV4)."""
+    value = labels.get("severity", "").strip()
+    if value.upper() in ("SEV1", "SEV2", "SEV3", "SEV4"):
+        return value.upper()
+    return SEVERITY_LABELS.get(value.lower())
+
+
+def source_key(alert: AlertmanagerAlert) -> str:
+    fingerprint = (
+        alert.fingerprint
+        or hashlib.sha256(repr(sorted(alert.labels.items())).encode()).hexdigest()[:16]
+    )
+    return f"{fingerprint}:{alert.startsAt}"
+
+
+@router.post(
+    "/alerts/alertmanager",
+    response_model=AlertsOut,
+    summary="Alertmanager webhook (v4): firing alerts start investigations, resolved close them",
+    responses=problems(400),
+)
+def alertmanager(body: AlertmanagerWebhook, app: App, who: Responder) -> AlertsOut:
+    if body.version != "4":
+        raise InputError(
+            f"Alertmanager webhook version is {body.version!r}; seenbefore reads version 4"
+        )
+    runner = service_principal(app.settings)
+    started: list[AlertStarted] = []
+    closed: list[str] = []
+    ignored = 0
+    for alert in body.alerts:
+        key = source_key(alert)
+        if alert.status == "firing":
+            requests = from_alertmanager({"version": "4", "alerts": [alert.model_dump()]})
+            review, _ = actions.start_investigation(
+                app,
+                who,  # the delivering token: recorded in the audit detail
+                requests[0],
+                channel="alertmanager",
+                principal=runner,
+                severity=severity_of(alert.labels),
+                source_key=key,
+                source={
+                    "kind": "alertmanager",
+                    "fingerprint": alert.fingerprint,
+                    "startsAt": alert.startsAt,
+                    "labels": dict(alert.labels),
+                    "receiver": body.receiver,
+                    "groupKey": body.groupKey,
+                    "generatorURL": alert.generatorURL,
+                },
+            )
+            started.append(
+                AlertStarted(
+                    source_key=key,
+                    investigation_id=review.id,
+                    status=review.status,
+                    round=review.round,
+                )
+            )
+        elif alert.status == "resolved":
+            with app.write_lock:
+                done = app.workflow.close_by_source(key)
+            closed += [r.id for r in done]
+            for review in done:
+                app.audit.record(
+                    runner,
+                    "review.close",
+                    session=who.session,
+                    draft_id=review.id,
+                    decision=review.outcome or "alert_resolved",
+                    detail={"source_key": key[:200], "delivered_by": who.principal.name},
+                )
+                app.metrics.observe_decision("closed", review.outcome or "alert_resolved")
+        else:
+            ignored += 1
+    return AlertsOut(started=started, closed=closed, ignored=ignored)

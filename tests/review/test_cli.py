@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seenbefore.cli.app import app
+from tests.conftest import REPO
+from tests.review.conftest import CERT, WEBHOOK
+
+
+def run(home: Path, *args: str, tiers: str = "general,restricted,security") -> tuple[int, str]:
+    env = {"SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER": "none", "SEENBEFORE_TIERS": tiers}
+    result = CliRunner().invoke(app, list(args), env=env)
+    return result.exit_code, result.output
+
+
+def test_review_commands_end_to_end(home: Path) -> None:
+    code, out = run(home, "review", "start", CERT, "--severity", "SEV2", "--json")
+    assert code == 0, out
+    [started] = json.loads(out)["reviews"]
+    review_id = started["id"]
+    assert started["draft"]["cited_incidents"][0] == "INC-2021-007"
+    code, out = run(home, "review", "start", WEBHOOK, "--severity", "SEV1")
+    assert code == 0 and "tier security" in out
+
+    code, out = run(home, "review", "list", "--json", tiers="general")
+    assert [r["id"] for r in json.loads(out)["reviews"]] == [review_id]
+    code, out = run(home, "review", "list")
+    assert code == 0 and "reviews (pending): 2" in out
+
+    code, out = run(home, "review", "dismiss", review_id, "--reason", "nope")
+    assert code == 2 and "expected one of wrong_precedent" in out
+    code, out = run(home, "review", "dismiss", review_id, "--reason", "wrong_precedent", "--note",
+                    "pinned root")  # fmt: skip
+    assert code == 0 and "re-investigated: round 2" in out
+
+    code, out = run(home, "review", "approve", review_id, "--root-cause", "Pinned root CA",
+                    "--json")  # fmt: skip
+    assert code == 0, out
+    approved = json.loads(out)["review"]
+    assert approved["status"] == "approved" and approved["postmortem_id"] == f"PM-{review_id}"
+    code, out = run(home, "review", "approve", review_id)
+    assert code == 5 and "already approved" in out  # ConflictError's exit code
+
+    code, out = run(home, "review", "show", review_id)
+    assert code == 0 and "history" in out
+    code, out = run(home, "review", "show", review_id, "--json")
+    assert [e["action"] for e in json.loads(out)["review"]["history"]] == [
+        "started",
+        "drafted",
+        "dismissed",
+        "drafted",
+        "approved",
+        "postmortem_written",
+    ]
+    code, out = run(home, "review", "show", "rev-missing")
+    assert code == 3 and "no review with id 'rev-missing'" in out
+
+    code, out = run(home, "show", f"PM-{review_id}", "--json")
+    assert code == 0 and json.loads(out)["extra"]["provenance"] == "approved-draft"
+    code, out = run(home, "audit", "--json")
+    actions = [r["action"] for r in json.loads(out)["records"]]
+    assert actions.count("review.start") == 2 and "review.approve" in actions
+
+
+def test_calibrate_needs_exactly_one_source(home: Path) -> None:
+    code, out = run(home, "calibrate", "--self-test", "--from-reviews")
+    assert code == 2 and "one of the three" in out
+    code, out = run(home, "calibrate", "--from-reviews")
+    assert code == 2 and "no review decisions recorded yet" in out
+
+
+@pytest.mark.integration
+def test_the_cli_and_labels_load_without_langgraph() -> None:
+    """LangGraph is the `server` extra: the CLI (and calibrate --from-reviews) must not need it."""
+    code = (
+        "import sys, seenbefore.cli.app, seenbefore.review.labels; "
+        "print(sorted(m for m in sys.modules if m.startswith('langgraph')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,94 @@
+"""Review decisions become calibration labels, and `calibrate --from-reviews` refits confidence
+from them: approvals raise the confidence the next investigation reports, dismissals lower it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seenbefore.cli.app import app
+from seenbefore.investigation.investigator import Investigator
+from seenbefore.investigation.query import from_text
+from seenbefore.kb import KnowledgeBase
+from seenbefore.review import ReviewWorkflow
+from seenbefore.review.labels import fit_from_reviews, labels
+from seenbefore.security.tokens import Principal
+from tests.review.conftest import ALL_TIERS, CERT, make_settings
+
+# queries whose top result the offline draft cites (not novel) in the sample KB
+PRECEDENTED = (
+    CERT,
+    "inventory-api pods OOMKilled after unbounded per-request cache growth, heap climbing",
+    "Aurora failover during availability zone isolation, writer unreachable",
+    "orders-db EBS burst balance depleted, disk I/O wait high, slow queries",
+    "ALB idle timeout shorter than upstream keepalive causing 502s at the api gateway",
+)
+PROBE = "TLS certificate expired on the partner integration, handshake errors"
+
+
+def decide(home: Path, alice: Principal, *, approve: bool) -> None:
+    settings = make_settings(home, review_max_rounds=1)
+    with KnowledgeBase(settings) as kb, ReviewWorkflow(kb, settings) as wf:
+        for text in PRECEDENTED:
+            review = wf.start(from_text(text), principal=alice)
+            assert not review.draft["novel"], text
+            if approve:
+                wf.approve(review.id, reviewer=alice)
+                # keep the two knowledge bases' documents identical: only the labels differ
+                kb.store.delete(f"PM-{review.id}")
+            else:
+                wf.dismiss(review.id, reviewer=alice, reason="wrong_precedent")
+        assert [r["label"] for r in labels(kb)] == [int(approve)] * len(PRECEDENTED)
+
+
+def probe(home: Path) -> float:
+    with KnowledgeBase(make_settings(home)) as kb:
+        return Investigator(kb, tiers=ALL_TIERS).investigate(from_text(PROBE)).confidence
+
+
+def test_labels_move_the_next_investigations_confidence(
+    tmp_path: Path, sample_home: Path, alice: Principal
+) -> None:
+    homes = {}
+    for name, approve in (("approved", True), ("dismissed", False)):
+        homes[name] = shutil.copytree(sample_home, tmp_path / name)
+        decide(homes[name], alice, approve=approve)
+    before = probe(homes["approved"])
+    assert probe(homes["dismissed"]) == before  # decisions alone change nothing
+    runner = CliRunner()
+    outputs = {}
+    for name, home in homes.items():
+        result = runner.invoke(
+            app,
+            ["calibrate", "--from-reviews"],
+            env={"SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER": "none"},
+        )
+        assert result.exit_code == 0, result.output
+        outputs[name] = result.output
+    assert "too few to fit alone" in outputs["approved"]
+    assert "self-test cases" in outputs["approved"]
+    after_approved, after_dismissed = probe(homes["approved"]), probe(homes["dismissed"])
+    assert after_approved != before
+    assert after_approved > after_dismissed
+
+
+def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) -> None:
+    with pytest.raises(ValueError, match="no review decisions"):
+        fit_from_reviews(kb, tiers=ALL_TIERS)
+    settings = make_settings(kb.settings.home, review_max_rounds=1)
+    with ReviewWorkflow(kb, settings) as wf:
+        for reason in ("right_precedent_wrong_cause", "wrong_precedent"):
+            review = wf.start(from_text(CERT), principal=alice)
+            wf.dismiss(review.id, reviewer=alice, reason=reason)
+        review = wf.start(from_text(CERT), principal=alice)
+        wf.approve(review.id, reviewer=alice)
+    report = fit_from_reviews(kb, tiers=ALL_TIERS, persist=False, min_labels=2)
+    assert report["labels"] == 3
+    assert any("right_precedent_wrong_cause left out" in n for n in report["notes"])
+    model = report["models"]["sparse"]
+    assert (model["review_labels"], model["positive"]) == (2, 1)
+    assert model["self_test_cases"] > 0  # fewer than 3 of each class: combined with self-test
+    assert kb.store.get_json("confidence_models") is None  # persist=False saved nothing

@@ -1,0 +1,95 @@
+"""The review queue end to end in real headless Chromium (Debian's /usr/bin/chromium, driven by
+Playwright; never `playwright install`): log in, dismiss a draft, see the re-investigation,
+approve it, find the new postmortem through search."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from seenbefore.service.app import create_app
+from tests.service.conftest import prepare_home, service_settings
+from tests.service.live import live_server
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ALERT = "checkout-api: database connections at the pool limit, p99 latency eightfold"
+
+pytestmark = pytest.mark.integration
+
+
+def test_review_queue_in_chromium(tmp_path: Path) -> None:
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: `.ci/run` installs Debian's chromium package")
+    from playwright.sync_api import expect, sync_playwright
+
+    settings = service_settings(tmp_path / "home")
+    tokens = prepare_home(settings.home, tmp_path / "docs", settings)
+    with live_server(create_app(settings)) as base:
+        started = httpx.post(
+            f"{base}/v1/investigations",
+            json={"text": ALERT, "severity": "SEV2"},
+            headers={"Authorization": f"Bearer {tokens['responder']}"},
+            timeout=30,
+        )
+        assert started.status_code == 201, started.text
+        rid = started.json()["id"]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(15_000)
+                page.goto(f"{base}/reviews")
+                expect(page).to_have_url(re.compile(r"/login$"))
+                page.fill("#token", tokens["reviewer"])
+                page.click("button[type=submit]")
+                expect(page).to_have_url(re.compile(r"/reviews$"))
+                row = page.locator(f'tr[data-review="{rid}"]')
+                expect(row).to_contain_text("Possible precedent: POOL-1")
+                expect(page.locator("h2.sev")).to_have_text(["SEV2"])
+                row.locator("a").click()
+
+                expect(page.locator("#review-round")).to_have_text("1")
+                expect(page.locator("#evidence .evidence-item").first).to_have_attribute(
+                    "data-doc", "POOL-1"
+                )
+                expect(page.locator("#evidence .matched-by").first).to_have_text("sparse")
+                page.select_option("#reason", "wrong_precedent")
+                page.fill("#note", "the resolver was failing, not the pool")
+                page.click("#dismiss")
+
+                expect(page.locator("#review-round")).to_have_text("2")
+                expect(page.locator("#review-status")).to_have_text("pending")
+                expect(page.locator("#history .event-dismissed")).to_contain_text("wrong_precedent")
+                expect(page.locator("#evidence")).to_contain_text(
+                    "excluded after dismissal: POOL-1"
+                )
+                first = page.locator("#evidence .evidence-item").first
+                assert first.get_attribute("data-doc") != "POOL-1"
+
+                page.click("#approve")
+                expect(page.locator("#review-status")).to_have_text("approved")
+                link = page.locator("#postmortem-link")
+                expect(link).to_have_text(f"PM-{rid}")
+
+                page.goto(f"{base}/search")
+                page.fill("#q", "checkout-api database connections pool limit")
+                page.click("#search")
+                expect(page.locator(f'li.result[data-doc="PM-{rid}"]')).to_be_visible()
+                page.locator(f'li.result[data-doc="PM-{rid}"] a').click()
+                expect(page.locator("h1")).to_contain_text(f"PM-{rid}")
+                cookie = next(c for c in page.context.cookies() if c["name"] == "sb_session")
+                assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+            finally:
+                browser.close()

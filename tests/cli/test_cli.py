@@ -108,3 +108,21 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path, home: Path) -> None:
         assert proc.returncode == code, (args, proc.stderr)
         assert message in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_backup_and_restore_carry_the_review_checkpoints(tmp_path: Path, home: Path) -> None:
+    import sqlite3
+
+    run("ingest", str(EXAMPLES))
+    with sqlite3.connect(home / "reviews.sqlite") as conn:  # stands in for LangGraph's file
+        conn.execute("CREATE TABLE checkpoints (thread TEXT)")
+        conn.execute("INSERT INTO checkpoints VALUES ('review-1')")
+    conn.close()
+    backup = tmp_path / "b.sqlite"
+    assert runner.invoke(app, ["backup", str(backup)]).exit_code == 0
+    assert (tmp_path / "b.sqlite.reviews").exists()
+    (home / "reviews.sqlite").unlink()
+    assert runner.invoke(app, ["restore", str(backup), "--yes"]).exit_code == 0
+    with sqlite3.connect(home / "reviews.sqlite") as conn:
+        assert conn.execute("SELECT thread FROM checkpoints").fetchall() == [("review-1",)]
+    conn.close()

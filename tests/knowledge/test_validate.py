@@ -64,6 +64,8 @@ def test_no_or_broken_front_matter() -> None:
     assert "no YAML front matter" in reason("## Summary\nhello\n")
     assert "not valid YAML" in reason("---\nid: [unclosed\n---\n## Summary\nx\n")
     assert "expected a mapping" in reason("---\n- a\n- b\n---\n## Summary\nx\n")
+    # an impossible unquoted date is a ValueError inside the YAML loader: quarantined, no crash
+    assert "YAML cannot read" in reason("---\nid: A\ndate: 2024-13-01\n---\n## Summary\nx\n")
 
 
 def test_undecodable_and_oversized_bytes() -> None:

@@ -108,10 +108,29 @@ def stats(
 
 
 def backup(path: Annotated[Path, typer.Argument(help="new file to write the copy to")]) -> None:
-    """Take a consistent copy of the store (safe while it is in use)."""
+    """Take a consistent copy of the store (safe while it is in use), and of the review
+    workflow's checkpoints beside it (PATH.reviews) when there are any."""
     with open_store() as store:
         store.backup(path)
     console.print(f"backup written to {path}")
+    checkpoints = settings().home / "reviews.sqlite"
+    if checkpoints.exists():
+        _sqlite_copy(checkpoints, _reviews_copy(path))
+        console.print(f"review checkpoints written to {_reviews_copy(path)}")
+
+
+def _reviews_copy(path: Path) -> Path:
+    return path.with_name(path.name + ".reviews")
+
+
+def _sqlite_copy(source: Path, target: Path) -> None:
+    """SQLite's online backup: a consistent copy even while the source is being written."""
+    import sqlite3
+
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    dst.close()
+    src.close()
 
 
 def restore(
@@ -125,3 +144,6 @@ def restore(
         store.restore(path)
         n = store.stats(["general"]).generation
     console.print(f"restored from {path} (generation {n})")
+    if _reviews_copy(path).exists():
+        _sqlite_copy(_reviews_copy(path), settings().home / "reviews.sqlite")
+        console.print(f"review checkpoints restored from {_reviews_copy(path)}")

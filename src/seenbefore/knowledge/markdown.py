@@ -41,6 +41,8 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         raise FrontMatterError(f"front matter is not valid YAML{where}") from exc
+    except ValueError as exc:  # e.g. an unquoted impossible date: `date: 2024-13-01`
+        raise FrontMatterError(f"front matter has a value YAML cannot read ({exc})") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):

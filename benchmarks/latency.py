@@ -7,7 +7,18 @@ not depend on their values, and embedding 100k chunks with MiniLM on two CPU cor
 Query embedding is timed separately with the real MiniLM. Search timings exclude it. FTS5 (the
 store's keyword path) is shown beside the in-memory BM25 index. Prints figures; asserts nothing.
 
+``--backend postgres`` also loads each size into PostgreSQL (a throwaway local server unless
+``--database-url``; the store logs in as the app role, so row-level security is in force) and
+times, next to the SQLite figures: the knowledge base's in-memory hybrid over the PostgreSQL
+store; the database-side hybrid (full text + pgvector HNSW with iterative scans, each filtered
+in the database, fused by the core's RRF) with its stages; and in-memory BM25 + pgvector. For
+1M chunks, ingest 100k and copy it inside the database (building the 1M HNSW index takes
+minutes to hours; never part of the tests):
+
     python benchmarks/latency.py --scifact ../shared/data/beir/scifact
+    python benchmarks/latency.py --backend postgres --sizes 100000
+    python benchmarks/latency.py --backend postgres --pg-only --sizes 1000000 --pg-replicate 10 \
+        --queries 30 --pg-build-memory 3GB
 """
 
 from __future__ import annotations
@@ -92,6 +103,75 @@ def run_size(
     return out
 
 
+def run_postgres(
+    scifact: Path,
+    target: int,
+    queries: dict[str, list[str]],
+    counts: list[int],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """The PostgreSQL store at one size: in-memory hybrid over it, the database-side hybrid, and
+    in-memory BM25 + pgvector HNSW."""
+    from pgstore import hybrid, mixed, replicate, server_store
+    from seenbefore.knowledge.chunking import chunk_postmortem
+    from seenbefore.knowledge.validate import postmortem_from_markdown
+
+    factor = max(1, args.pg_replicate)
+    copies, docs = plan(counts, target // factor)
+    out: dict[str, Any] = {}
+    with server_store(args.database_url, build_memory=args.pg_build_memory) as store:
+        clock = time.perf_counter()
+        for source, text in scifact_markdown(scifact, copies, limit=docs):
+            pm = postmortem_from_markdown(source, text)
+            store.upsert(pm, chunk_postmortem(pm))
+        out["ingest_s"] = round(time.perf_counter() - clock, 1)
+        if factor > 1:
+            clock = time.perf_counter()
+            replicate(store, factor)
+            out[f"replicate x{factor} in the database_s"] = round(time.perf_counter() - clock, 1)
+        rows = store.chunk_rows()
+        out["chunks"] = len(rows.ids)
+        vectors = normalise(np.random.default_rng(0).standard_normal((len(rows.ids), 384)))
+        clock = time.perf_counter()
+        store.replace_vectors(MINILM_NAME, rows.ids.tolist(), vectors)
+        out["vectors_hnsw_build_s"] = round(time.perf_counter() - clock, 1)
+        store.set_json("fusion_weights", {MINILM_NAME: {"dense": 0.5, "source": "benchmark"}})
+        with tempfile.TemporaryDirectory() as home:
+            kb = KnowledgeBase(Settings(home=Path(home), embedder="none"), store=store)  # type: ignore[arg-type]
+            kb.query_embedder = RandomQueries()  # type: ignore[assignment]
+            clock = time.perf_counter()
+            kb.index()
+            out["in-memory index_build_s"] = round(time.perf_counter() - clock, 2)
+            rng = np.random.default_rng(2)
+            for label, texts in queries.items():
+                ms, mix = [], []
+                for text in texts:
+                    clock = time.perf_counter()
+                    kb.search(text, FILTER, SearchOptions(k=10, mode="hybrid"))
+                    ms.append((time.perf_counter() - clock) * 1000)
+                    vector = normalise(rng.standard_normal((1, 384)))[0]
+                    clock = time.perf_counter()
+                    mixed(kb.index(), store, query_terms(text), vector, FILTER)
+                    mix.append((time.perf_counter() - clock) * 1000)
+                out[f"{label} hybrid (in-memory index)"] = pct(ms)
+                out[f"{label} hybrid (in-memory BM25 + pgvector)"] = pct(mix)
+        rng = np.random.default_rng(1)
+        for label, texts in queries.items():
+            totals: list[float] = []
+            stages: dict[str, list[float]] = {}
+            for text in texts:
+                vector = normalise(rng.standard_normal((1, 384)))[0]
+                clock = time.perf_counter()
+                _, parts = hybrid(store, query_terms(text), vector, FILTER, k=10, depth=100)
+                totals.append((time.perf_counter() - clock) * 1000)
+                for stage, value in parts.items():
+                    stages.setdefault(stage, []).append(value)
+            out[f"{label} hybrid (in database)"] = pct(totals)
+            for stage, values in stages.items():
+                out[f"{label}   in-database {stage.removesuffix('_ms')}"] = pct(values)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -100,6 +180,17 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/latency.json")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--database-url", help="postgres: this database (default: a local one)")
+    parser.add_argument(
+        "--pg-replicate",
+        type=int,
+        default=1,
+        metavar="N",
+        help="postgres: ingest 1/N of the size, then copy it N times inside the database",
+    )
+    parser.add_argument("--pg-build-memory", default="1GB", help="maintenance_work_mem for HNSW")
+    parser.add_argument("--pg-only", action="store_true", help="skip the SQLite runs")
     args = parser.parse_args()
     if not (args.scifact / "corpus.jsonl").exists():
         console.print(f"[red]SciFact not found at {args.scifact}: the shared data is absent[/]")
@@ -123,7 +214,12 @@ def main() -> int:
     counts = chunk_counts(args.scifact)
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            results[f"{size} chunks"] = run_size(Path(tmp), args.scifact, size, queries, counts)
+            if not args.pg_only:
+                results[f"{size} chunks"] = run_size(Path(tmp), args.scifact, size, queries, counts)
+            if args.backend == "postgres":
+                results[f"{size} chunks, postgres"] = run_postgres(
+                    args.scifact, size, queries, counts, args
+                )
     table = Table(title="search latency, filter keeps ~1/3 (ms; query embedding excluded)")
     for col in ("corpus", "what", "p50", "p95", "p99"):
         table.add_column(col, justify="right")

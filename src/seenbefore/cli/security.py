@@ -11,7 +11,7 @@ from rich.table import Table
 from seenbefore.cli.common import console, err_console, open_store, print_json, settings
 from seenbefore.security.audit import AuditLog, AuditRecord
 from seenbefore.security.tokens import ROLES, TokenStore, local_principal
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlport import ServiceStore
 
 token_app = typer.Typer(
     help="API tokens for the HTTP service and the web review queue.", no_args_is_help=True
@@ -22,7 +22,7 @@ audit_app = typer.Typer(
 
 
 def record_local(
-    store: SQLiteStore, action: str, caller_tiers: Sequence[str], **fields: Any
+    store: ServiceStore, action: str, caller_tiers: Sequence[str], **fields: Any
 ) -> AuditRecord:
     """Audit a CLI action as the local user (``local:<user>``, holding ``caller_tiers``)."""
     return AuditLog(store).record(local_principal(caller_tiers), action, **fields)

@@ -3,7 +3,12 @@
 With no configuration it binds 127.0.0.1:8000, ingests the sample knowledge base when the store
 is empty, and, when no admin token exists, creates one and shows it once on the terminal (never
 in a log: without a terminal it is not created; set SEENBEFORE_ADMIN_TOKEN instead).
-SEENBEFORE_ADMIN_TOKEN, when set, is registered as the admin token."""
+SEENBEFORE_ADMIN_TOKEN, when set, is registered as the admin token.
+
+With SEENBEFORE_DATABASE_URL the store is that PostgreSQL database, which any number of
+``seenbefore serve`` replicas share (each with its own SEENBEFORE_HOME for local files). If the
+database does not answer at start, the service starts anyway, not ready, and bootstraps once it
+does (a new admin token is then never shown: use SEENBEFORE_ADMIN_TOKEN)."""
 
 from __future__ import annotations
 
@@ -18,7 +23,9 @@ import typer
 
 from seenbefore.cli.common import console, err_console, settings
 from seenbefore.config import Settings
+from seenbefore.errors import StoreError
 from seenbefore.kb import KnowledgeBase
+from seenbefore.storage.factory import open_store
 
 ADMIN_TOKEN_ENV = "SEENBEFORE_ADMIN_TOKEN"
 ADMIN_NAME = "admin"
@@ -109,23 +116,30 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Run the HTTP API and the web review queue (http://127.0.0.1:8000/ by default)."""
-    import uvicorn
-
-    from seenbefore.service.app import create_app
-
     cfg = settings()
     overrides = {"serve_host": host, "serve_port": port}
     cfg = cfg.model_copy(update={k: v for k, v in overrides.items() if v is not None})
     show = _terminal()
-    kb = KnowledgeBase(cfg)
+    samples = sample_dir() if sample else None
+    env_token = os.environ.get(ADMIN_TOKEN_ENV) or None
+    try:
+        kb = KnowledgeBase(cfg, store=open_store(cfg))
+    except StoreError as exc:
+        if not cfg.database_url:
+            raise
+        err_console.print(str(exc), style="yellow", markup=False)
+        err_console.print("serving anyway: not ready until the database answers")
+        _run(
+            cfg,
+            log_level,
+            kb=None,
+            on_open=lambda base: _late_bootstrap(base, cfg, samples, env_token),
+        )
+        return
     try:
         with console.status("loading the knowledge base…"):
             boot = bootstrap(
-                kb,
-                cfg,
-                samples=sample_dir() if sample else None,
-                env_token=os.environ.get(ADMIN_TOKEN_ENV) or None,
-                can_show=show is not None,
+                kb, cfg, samples=samples, env_token=env_token, can_show=show is not None
             )
     except BaseException:
         kb.close()
@@ -139,10 +153,32 @@ def serve(
         show(boot.admin_token)
     elif boot.note and not boot.admin_token:
         err_console.print(f"[dim]{boot.note}[/]")
+    _run(cfg, log_level, kb=kb)
+
+
+def _late_bootstrap(
+    kb: KnowledgeBase, cfg: Settings, samples: Path | None, env_token: str | None
+) -> None:
+    """The bootstrap, once a database that was down at start answers (no terminal then)."""
+    boot = bootstrap(kb, cfg, samples=samples, env_token=env_token, can_show=False)
+    err_console.print(f"database answers; {boot.note or 'bootstrapped'}")
+
+
+def _run(
+    cfg: Settings,
+    log_level: str,
+    *,
+    kb: KnowledgeBase | None,
+    on_open: Callable[[KnowledgeBase], None] | None = None,
+) -> None:
+    import uvicorn
+
+    from seenbefore.service.app import create_app
+
     url = f"http://{cfg.serve_host}:{cfg.serve_port}/"
     err_console.print(f"review queue: {url}  API docs: {url}docs")
     uvicorn.run(
-        create_app(cfg, kb=kb),
+        create_app(cfg, kb=kb, on_open=on_open),
         host=cfg.serve_host,
         port=cfg.serve_port,
         log_level=log_level,

@@ -7,19 +7,21 @@
                  +-----dismiss---------+--dismiss, last round / close--> END
 
 The checkpoints live in ``<home>/reviews.sqlite`` (LangGraph's ``SqliteSaver``; not its
-``SqliteStore``, which needs SQLite loadable extensions). The state is plain JSON, so any process
-can resume a thread. Thread id == review id.
+``SqliteStore``, which needs SQLite loadable extensions), or, over the PostgreSQL store, in its
+database (``PostgresSaver``, storage/pg_checkpoint.py), so every replica sees every thread. The
+state is plain JSON, so any process can resume a thread. Thread id == review id.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -41,6 +43,10 @@ from seenbefore.review.models import (
 from seenbefore.review.postmortem import postmortem_id, render
 from seenbefore.review.records import ReviewRecords
 from seenbefore.review.tiers import most_restrictive
+from seenbefore.storage.sqlport import is_postgres
+
+if TYPE_CHECKING:
+    from seenbefore.storage.postgres import PostgresStore
 
 CHECKPOINT_FILE = "reviews.sqlite"
 APPROVED_DIR = "approved"  # <home>/approved/PM-<review id>.md: the ingested source of each
@@ -99,11 +105,24 @@ class ReviewGraph:
         settings.home.mkdir(parents=True, exist_ok=True)
         self.checkpoint_path = settings.home / CHECKPOINT_FILE
         self.approved_dir = settings.home / APPROVED_DIR
-        self._conn = sqlite3.connect(
-            str(self.checkpoint_path), check_same_thread=False, timeout=30.0
-        )
-        self._conn.execute("PRAGMA secure_delete = ON")  # deleted checkpoints leave no text
-        self.saver = SqliteSaver(self._conn)
+        self._stack = contextlib.ExitStack()
+        self._conn: sqlite3.Connection | None = None
+        self.saver: Any
+        self._lease: Callable[[str], contextlib.AbstractContextManager[bool]]
+        if is_postgres(kb.store):
+            store = cast("PostgresStore", kb.store)
+            self.saver = self._stack.enter_context(store.checkpointer())
+            self.checkpoint_location = f"the database {store.url}"
+            self._lease = store.lease
+        else:  # one file: processes take turns on its lock; nothing to lease
+            self._lease = lambda _: contextlib.nullcontext(True)
+            self._conn = sqlite3.connect(
+                str(self.checkpoint_path), check_same_thread=False, timeout=30.0
+            )
+            self._stack.callback(self._conn.close)
+            self._conn.execute("PRAGMA secure_delete = ON")  # deleted checkpoints leave no text
+            self.saver = SqliteSaver(self._conn)
+            self.checkpoint_location = str(self.checkpoint_path)
         self.graph = self._build().compile(checkpointer=self.saver)
 
     def close(self) -> None:
@@ -111,7 +130,7 @@ class ReviewGraph:
         close = getattr(getattr(reporter, "llm", None), "close", None)
         if close is not None:
             close()
-        self._conn.close()
+        self._stack.close()
 
     def _build(self) -> StateGraph[ReviewState]:
         graph = StateGraph(ReviewState)
@@ -200,6 +219,11 @@ class ReviewGraph:
                 self._reporter = self._factory()
             return self._reporter
 
+    def drive(self, review_id: str) -> contextlib.AbstractContextManager[bool]:
+        """True inside the block when this process may run the thread now; False while another
+        replica (or thread) runs it. Over SQLite always True."""
+        return self._lease(review_id)
+
     @staticmethod
     def config(review_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": review_id}}
@@ -227,6 +251,9 @@ class ReviewGraph:
         self.saver.delete_thread(review_id)
 
     def compact(self) -> None:
+        """Cut deleted checkpoints out of the SQLite WAL (PostgreSQL: nothing to do here)."""
+        if self._conn is None:
+            return
         with self.saver.lock:
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

@@ -20,7 +20,6 @@ recipe behind the shipped defaults, benchmarks/fit_defaults.py) and the report s
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +30,7 @@ from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review.models import DismissReason
 from seenbefore.review.records import now
+from seenbefore.storage.sqlport import SqlConn
 
 MIN_REVIEW_LABELS = 20  # per retrieval mode, before review labels are fitted on their own
 MIN_PER_CLASS = 3
@@ -49,7 +49,7 @@ def top_label(evidence: dict[str, Any], draft: dict[str, Any], approved: bool) -
 
 
 def record_label(
-    conn: sqlite3.Connection,
+    conn: SqlConn,
     review_id: str,
     round_: int,
     evidence: dict[str, Any],

@@ -1,22 +1,28 @@
-"""The ``reviews`` rows in kb.sqlite (migration 4): what the service lists and what decides.
+"""The ``reviews`` rows in the store (kb.sqlite's migration 4, or PostgreSQL's migration 2): what
+the service lists and what decides.
 
-Every change of a review's status is one conditional UPDATE inside one ``BEGIN IMMEDIATE``
-transaction (``... WHERE status = 'pending' AND awaiting = 1 AND round = ?``), so two processes
-racing to decide the same review cannot both win: the loser changes no row and gets a
-ConflictError. The LangGraph checkpoint holds the working data; these rows hold what people see.
+Every change of a review's status is one conditional UPDATE inside one write transaction
+(``... WHERE status = 'pending' AND awaiting = 1 AND round = ?``), so two processes racing to
+decide the same review cannot both win: the loser changes no row and gets a ConflictError. On
+SQLite ``BEGIN IMMEDIATE`` admits one writer at a time; on PostgreSQL (READ COMMITTED) the
+second UPDATE waits for the first transaction's row lock, then re-checks its WHERE on the
+committed row and matches nothing, so any number of replicas decide a review exactly once. The
+LangGraph checkpoint holds the working data; these rows hold what people see.
+
+Tiers are filtered here, by the service (no row-level security on reviews): a review is visible
+when its postmortem tier and every tier of its evidence are among the caller's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from seenbefore.errors import ConflictError, NotFoundError
 from seenbefore.review.models import Review, ReviewEvent
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres, marks
 
 SEVERITY_RANKS: dict[str, int] = {
     "sev1": 1,
@@ -43,12 +49,19 @@ def severity_rank(severity: str | None) -> int:
     return SEVERITY_RANKS.get((severity or "").strip().lower(), UNKNOWN_SEVERITY_RANK)
 
 
-def _visible_sql(tiers: Sequence[str], alias: str = "r") -> tuple[str, list[str]]:
+def _visible_sql(
+    store: ServiceStore, tiers: Sequence[str], alias: str = "r"
+) -> tuple[str, list[str]]:
     """Rows whose every evidence tier, and whose postmortem tier, the caller holds."""
-    marks = ",".join("?" * len(tiers)) or "NULL"
+    held = marks(tiers)
+    if is_postgres(store):
+        return (
+            f"{alias}.access_tier IN ({held}) AND {alias}.tiers::jsonb <@ ?::jsonb",
+            [*tiers, json.dumps(list(tiers))],
+        )
     sql = (
-        f"{alias}.access_tier IN ({marks}) AND NOT EXISTS (SELECT 1 FROM json_each({alias}.tiers)"
-        f" j WHERE j.value NOT IN ({marks}))"
+        f"{alias}.access_tier IN ({held}) AND NOT EXISTS (SELECT 1 FROM json_each({alias}.tiers)"
+        f" j WHERE j.value NOT IN ({held}))"
     )
     return sql, [*tiers, *tiers]
 
@@ -63,15 +76,15 @@ def _not_found(review_id: str) -> NotFoundError:
 class ReviewRecords:
     """Reads and conditional writes of review rows, events and labels."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: ServiceStore) -> None:
         self.store = store
 
     # -- reading -----------------------------------------------------------------------------
-    def row(self, review_id: str) -> sqlite3.Row | None:
+    def row(self, review_id: str) -> SqlRow | None:
         rows = self.store.query("SELECT * FROM reviews WHERE id = ?", (review_id,))
         return rows[0] if rows else None
 
-    def by_source(self, source_key: str) -> sqlite3.Row | None:
+    def by_source(self, source_key: str) -> SqlRow | None:
         rows = self.store.query("SELECT * FROM reviews WHERE source_key = ?", (source_key,))
         return rows[0] if rows else None
 
@@ -80,7 +93,7 @@ class ReviewRecords:
         if tiers is None:
             rows = self.store.query("SELECT * FROM reviews WHERE id = ?", (review_id,))
         else:
-            where, params = _visible_sql(tiers)
+            where, params = _visible_sql(self.store, tiers)
             rows = self.store.query(
                 f"SELECT * FROM reviews r WHERE r.id = ? AND {where}", (review_id, *params)
             )
@@ -89,7 +102,7 @@ class ReviewRecords:
         return self._load(rows)[0]
 
     def select(self, tiers: Sequence[str], status: str | None, limit: int | None) -> list[Review]:
-        where, params = _visible_sql(tiers)
+        where, params = _visible_sql(self.store, tiers)
         clauses = [where]
         if status is not None:
             clauses.append("r.status = ?")
@@ -103,28 +116,26 @@ class ReviewRecords:
         return self._load(self.store.query(sql, params))
 
     def last_event(self, review_id: str, actions: Sequence[str]) -> ReviewEvent | None:
-        marks = ",".join("?" * len(actions))
         rows = self.store.query(
-            f"SELECT * FROM review_events WHERE review_id = ? AND action IN ({marks})"
+            f"SELECT * FROM review_events WHERE review_id = ? AND action IN ({marks(actions)})"
             " ORDER BY id DESC LIMIT 1",
             (review_id, *actions),
         )
         return _event(rows[0]) if rows else None
 
-    def unfinished(self) -> list[sqlite3.Row]:
+    def unfinished(self) -> list[SqlRow]:
         """Rows whose decision (or first draft) was recorded but whose workflow did not finish."""
         return self.store.query(
             "SELECT * FROM reviews WHERE awaiting = 0 AND (status = 'pending'"
             " OR (status = 'approved' AND postmortem_id IS NULL)) ORDER BY created_at"
         )
 
-    def _load(self, rows: Sequence[sqlite3.Row]) -> list[Review]:
+    def _load(self, rows: Sequence[SqlRow]) -> list[Review]:
         ids = [r["id"] for r in rows]
         events: dict[str, list[ReviewEvent]] = {i: [] for i in ids}
         if ids:
-            marks = ",".join("?" * len(ids))
             for e in self.store.query(
-                f"SELECT * FROM review_events WHERE review_id IN ({marks}) ORDER BY id", ids
+                f"SELECT * FROM review_events WHERE review_id IN ({marks(ids)}) ORDER BY id", ids
             ):
                 events[e["review_id"]].append(_event(e))
         return [
@@ -167,30 +178,28 @@ class ReviewRecords:
     ) -> bool:
         """A new pending review (no draft yet); False when ``source_key`` already has one."""
         stamp = now()
-        try:
-            with self.store.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO reviews (id, status, round, severity, severity_rank, access_tier,"
-                    " source_key, source, requested_by, request, created_at, updated_at)"
-                    " VALUES (?, 'pending', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        review_id,
-                        severity,
-                        severity_rank(severity),
-                        access_tier,
-                        source_key,
-                        json.dumps(source) if source is not None else None,
-                        requested_by,
-                        json.dumps(request),
-                        stamp,
-                        stamp,
-                    ),
-                )
-                add_event(conn, review_id, requested_by, "started", 1, detail=detail)
-        except sqlite3.IntegrityError:
-            if source_key is not None and self.by_source(source_key) is not None:
+        with self.store.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO reviews (id, status, round, severity, severity_rank, access_tier,"
+                " source_key, source, requested_by, request, created_at, updated_at)"
+                " VALUES (?, 'pending', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (source_key) DO NOTHING",
+                (
+                    review_id,
+                    severity,
+                    severity_rank(severity),
+                    access_tier,
+                    source_key,
+                    json.dumps(source) if source is not None else None,
+                    requested_by,
+                    json.dumps(request),
+                    stamp,
+                    stamp,
+                ),
+            )
+            if cur.rowcount != 1:  # this source key has a review (another replica's, maybe)
                 return False
-            raise
+            add_event(conn, review_id, requested_by, "started", 1, detail=detail)
         return True
 
     def publish(
@@ -246,7 +255,7 @@ class ReviewRecords:
 
     def claim(
         self,
-        conn: sqlite3.Connection,
+        conn: SqlConn,
         review_id: str,
         round_: int,
         *,
@@ -274,12 +283,23 @@ class ReviewRecords:
 
     def set_postmortem(self, review_id: str, postmortem_id: str) -> None:
         with self.store.transaction() as conn:
-            conn.execute(
-                "UPDATE reviews SET postmortem_id = ?, doc_ids = (SELECT json_group_array(value)"
-                " FROM (SELECT value FROM json_each(reviews.doc_ids) UNION SELECT ?)),"
-                " updated_at = ? WHERE id = ?",
-                (postmortem_id, postmortem_id, now(), review_id),
-            )
+            if is_postgres(self.store):
+                row = conn.execute(
+                    "SELECT doc_ids FROM reviews WHERE id = ? FOR UPDATE", (review_id,)
+                ).fetchone()
+                docs = sorted({*json.loads(row["doc_ids"] if row else "[]"), postmortem_id})
+                conn.execute(
+                    "UPDATE reviews SET postmortem_id = ?, doc_ids = ?, updated_at = ?"
+                    " WHERE id = ?",
+                    (postmortem_id, json.dumps(docs), now(), review_id),
+                )
+            else:
+                conn.execute(
+                    "UPDATE reviews SET postmortem_id = ?, doc_ids = (SELECT"
+                    " json_group_array(value) FROM (SELECT value FROM json_each(reviews.doc_ids)"
+                    " UNION SELECT ?)), updated_at = ? WHERE id = ?",
+                    (postmortem_id, postmortem_id, now(), review_id),
+                )
             add_event(
                 conn,
                 review_id,
@@ -295,12 +315,19 @@ class ReviewRecords:
 
     def quoting(self, doc_id: str) -> list[str]:
         """Reviews that quote, excluded or produced ``doc_id``."""
-        rows = self.store.query(
-            "SELECT id FROM reviews r WHERE r.postmortem_id = ?"
-            " OR EXISTS (SELECT 1 FROM json_each(r.doc_ids) WHERE value = ?)"
-            " OR EXISTS (SELECT 1 FROM json_each(r.excluded_doc_ids) WHERE value = ?)",
-            (doc_id, doc_id, doc_id),
-        )
+        if is_postgres(self.store):
+            sql = (
+                "SELECT id FROM reviews r WHERE r.postmortem_id = ?"
+                " OR r.doc_ids::jsonb @> jsonb_build_array(?::text)"
+                " OR r.excluded_doc_ids::jsonb @> jsonb_build_array(?::text)"
+            )
+        else:
+            sql = (
+                "SELECT id FROM reviews r WHERE r.postmortem_id = ?"
+                " OR EXISTS (SELECT 1 FROM json_each(r.doc_ids) WHERE value = ?)"
+                " OR EXISTS (SELECT 1 FROM json_each(r.excluded_doc_ids) WHERE value = ?)"
+            )
+        rows = self.store.query(sql, (doc_id, doc_id, doc_id))
         return [r["id"] for r in rows]
 
     def purge(self, review_ids: Sequence[str], doc_id: str) -> None:
@@ -312,12 +339,12 @@ class ReviewRecords:
 _STATE_SQL = "SELECT status, outcome, round FROM reviews WHERE id = ?"
 
 
-def conflict(conn: sqlite3.Connection, review_id: str, round_: int) -> ConflictError:
+def conflict(conn: SqlConn, review_id: str, round_: int) -> ConflictError:
     """Why a decision on round ``round_`` of ``review_id`` cannot be taken now."""
     return _conflict(conn.execute(_STATE_SQL, (review_id,)).fetchone(), review_id, round_)
 
 
-def _conflict(row: sqlite3.Row | None, review_id: str, round_: int) -> ConflictError:
+def _conflict(row: SqlRow | None, review_id: str, round_: int) -> ConflictError:
     if row is None:
         return ConflictError(f"review {review_id} no longer exists; reload the queue")
     if row["status"] != "pending":
@@ -332,7 +359,7 @@ def _conflict(row: sqlite3.Row | None, review_id: str, round_: int) -> ConflictE
 
 
 def add_event(
-    conn: sqlite3.Connection,
+    conn: SqlConn,
     review_id: str,
     actor: str,
     action: str,
@@ -349,12 +376,12 @@ def add_event(
     )
 
 
-def _round(conn: sqlite3.Connection, review_id: str) -> int:
+def _round(conn: SqlConn, review_id: str) -> int:
     row = conn.execute("SELECT round FROM reviews WHERE id = ?", (review_id,)).fetchone()
     return int(row[0]) if row else 0
 
 
-def _event(row: sqlite3.Row) -> ReviewEvent:
+def _event(row: SqlRow) -> ReviewEvent:
     return ReviewEvent(
         id=row["id"],
         at=row["at"],

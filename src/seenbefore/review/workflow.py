@@ -1,10 +1,11 @@
 """The durable review workflow: what the CLI, the HTTP service and the web queue call.
 
 A review's working data lives in its LangGraph thread (:mod:`seenbefore.review.graph`,
-``<home>/reviews.sqlite``), so it survives a restart and is decided from any process. What people
-see, and every status change, lives in the ``reviews`` rows of kb.sqlite: a decision is claimed
-there first by one conditional UPDATE (exactly once; ConflictError for the loser), recorded with
-its calibration label in the same transaction, and only then handed to the waiting graph with
+``<home>/reviews.sqlite``, or the PostgreSQL store's database), so it survives a restart and is
+decided from any process (any replica, over PostgreSQL). What people see, and every status
+change, lives in the ``reviews`` rows of the store: a decision is claimed there first by one
+conditional UPDATE (exactly once; ConflictError for the loser), recorded with its calibration
+label in the same transaction, and only then handed to the waiting graph with
 ``Command(resume=...)``. Thread id == review id == investigation id.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import secrets
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +31,9 @@ from seenbefore.review.postmortem import postmortem_id, render, validate
 from seenbefore.review.records import ReviewRecords, add_event, now
 from seenbefore.review.tiers import most_restrictive
 from seenbefore.security.tokens import Principal
+from seenbefore.storage.sqlport import is_postgres
+
+log = logging.getLogger(__name__)
 
 EXCLUDING_REASONS = (DismissReason.WRONG_PRECEDENT, DismissReason.OTHER)
 MAX_NOTE_CHARS = 2000
@@ -54,7 +59,7 @@ class ReviewWorkflow:
         self.engine = ReviewGraph(kb, settings, self.records, reporter_factory)
         self.graph = self.engine.graph
         self.saver = self.engine.saver
-        self.checkpoint_path = self.engine.checkpoint_path
+        self.checkpoint_path = self.engine.checkpoint_path  # SQLite checkpoints only
         self.approved_dir = self.engine.approved_dir
 
     def close(self) -> None:
@@ -71,7 +76,13 @@ class ReviewWorkflow:
         return ReviewGraph.config(review_id)
 
     def _resume(self, review_id: str, payload: dict[str, Any]) -> None:
-        self.engine.resume(review_id, payload)
+        """Hand a claimed decision to the thread. If another replica is driving the thread
+        (recovering it after a restart), it finishes the decision recorded with the claim."""
+        with self.engine.drive(review_id) as mine:
+            if mine:
+                self.engine.resume(review_id, payload)
+            else:
+                log.info("review %s is being driven by another process; it resumes it", review_id)
 
     # -- the interface -------------------------------------------------------------------------
     def start(
@@ -118,7 +129,8 @@ class ReviewWorkflow:
             "notes": [],
         }
         try:
-            self.engine.run(state)
+            with self.engine.drive(review_id):  # a new id: no one else drives it yet
+                self.engine.run(state)
         except BaseException:
             self.records.delete(review_id)
             self.engine.delete(review_id)
@@ -273,11 +285,13 @@ class ReviewWorkflow:
             ).fetchone()
             if row is None:
                 return []
-            conn.execute(
+            closed = conn.execute(
                 "UPDATE reviews SET status = 'closed', outcome = ?, awaiting = 0, updated_at = ?"
                 " WHERE id = ? AND status = 'pending'",
                 (outcome, now(), row["id"]),
             )
+            if closed.rowcount != 1:  # decided by another replica since the SELECT
+                return []
             add_event(
                 conn,
                 row["id"],
@@ -295,46 +309,58 @@ class ReviewWorkflow:
         ``doc_id`` (and, for an approved postmortem, its source file); returns reviews removed.
         Approved postmortems that cite ``doc_id`` are documents of their own and stay."""
         ids = self.records.quoting(doc_id)
-        self.kb.store.query("PRAGMA secure_delete = ON")
+        sqlite = not is_postgres(self.kb.store)
+        if sqlite:
+            self.kb.store.query("PRAGMA secure_delete = ON")
         self.records.purge(ids, doc_id)
         for review_id in ids:
-            self.engine.delete(review_id)
+            self.engine.delete(review_id)  # every checkpoint of the thread, on either backend
             if doc_id == postmortem_id(review_id):
                 with contextlib.suppress(FileNotFoundError):
                     (self.approved_dir / f"{doc_id}.md").unlink()
-        self.engine.compact()
-        self.kb.store.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        if sqlite:  # PostgreSQL: the rows are deleted; its files are the server's to reclaim
+            self.engine.compact()
+            self.kb.store.query("PRAGMA wal_checkpoint(TRUNCATE)")
         return len(ids)
 
     def recover(self) -> builtins.list[str]:
         """Finish decisions (and first drafts) that a process recorded but did not complete
-        before it stopped. Call once at service start, before serving."""
+        before it stopped. Call once at service start, before serving. Over PostgreSQL a review
+        another live replica is driving (it holds the thread's lease) is left to it."""
         resumed = []
         for row in self.records.unfinished():
-            review_id = row["id"]
-            upcoming = self.engine.next(review_id)
-            if upcoming == ("human_review",):
-                event = self.records.last_event(review_id, ("drafted", "approved", "dismissed"))
-                if event is None or "resume" not in event.detail:
-                    continue
-                self.engine.resume(review_id, event.detail["resume"])
-            elif upcoming:
-                self.engine.proceed(review_id)
-            else:
-                started = self.records.last_event(review_id, ("started",))
-                detail = started.detail if started else {}
-                state: ReviewState = {
-                    "review_id": review_id,
-                    "request": self.records.get(review_id, None).request,
-                    "tiers": list(detail.get("tiers") or self.settings.service_tiers),
-                    "k": int(detail.get("k") or 3),
-                    "round": 1,
-                    "excluded": [],
-                    "notes": [],
-                }
-                self.engine.run(state)
-            resumed.append(row["id"])
+            with self.engine.drive(row["id"]) as mine:
+                if mine and self._still_unfinished(row["id"]) and self._recover_one(row["id"]):
+                    resumed.append(row["id"])
         return resumed
+
+    def _still_unfinished(self, review_id: str) -> bool:
+        """Re-read under the lease: the driver may have finished since the list was read."""
+        return review_id in {r["id"] for r in self.records.unfinished()}
+
+    def _recover_one(self, review_id: str) -> bool:
+        upcoming = self.engine.next(review_id)
+        if upcoming == ("human_review",):
+            event = self.records.last_event(review_id, ("drafted", "approved", "dismissed"))
+            if event is None or "resume" not in event.detail:
+                return False
+            self.engine.resume(review_id, event.detail["resume"])
+        elif upcoming:
+            self.engine.proceed(review_id)
+        else:
+            started = self.records.last_event(review_id, ("started",))
+            detail = started.detail if started else {}
+            state: ReviewState = {
+                "review_id": review_id,
+                "request": self.records.get(review_id, None).request,
+                "tiers": list(detail.get("tiers") or self.settings.service_tiers),
+                "k": int(detail.get("k") or 3),
+                "round": 1,
+                "excluded": [],
+                "notes": [],
+            }
+            self.engine.run(state)
+        return True
 
     # -- helpers -------------------------------------------------------------------------------
     def _decidable(self, review_id: str, reviewer: Principal) -> Review:
@@ -342,9 +368,14 @@ class ReviewWorkflow:
         if review.status != "pending" or not review.awaiting_decision:
             raise self.records.conflict(review_id, review.round)
         if not self.engine.waiting(review_id):
+            fix = (
+                "restore the checkpoint tables from the same database backup as the reviews"
+                if is_postgres(self.kb.store)
+                else "restore that file from the backup taken with kb.sqlite"
+            )
             raise StoreError(
                 f"review {review_id} has no workflow checkpoint waiting for a decision in "
-                f"{self.checkpoint_path}; restore that file from the backup taken with kb.sqlite"
+                f"{self.engine.checkpoint_location}; {fix}"
             )
         return review
 

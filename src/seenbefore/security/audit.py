@@ -2,10 +2,15 @@
 
 Each record's ``hash`` is ``sha256(prev_hash + canonical JSON of the record)`` (every field but
 ``hash``, keys sorted, no spaces), and ``prev_hash`` is the hash of the record before it (64 zeros
-for the first). SQLite triggers reject UPDATE and DELETE on ``audit_log``; the chain makes an
-edit or a deletion made around them detectable, and the chain head kept in ``meta`` (written in
-the same transaction) makes cutting records off the end detectable too. Someone who can rewrite
-the whole file can rewrite the chain: copy :meth:`AuditLog.verify`'s head elsewhere to anchor it.
+for the first). Triggers reject UPDATE and DELETE on ``audit_log`` (on PostgreSQL TRUNCATE too,
+and the app role holds no UPDATE, DELETE or TRUNCATE privilege on it); the chain makes an edit or
+a deletion made around them detectable, and the chain head kept in ``meta`` (written in the same
+transaction) makes cutting records off the end detectable too. Someone who can rewrite the whole
+store can rewrite the chain: copy :meth:`AuditLog.verify`'s head elsewhere to anchor it.
+
+Appends are strictly ordered: SQLite's ``BEGIN IMMEDIATE`` admits one writer; on PostgreSQL each
+append first takes a transaction-level advisory lock (``AUDIT_LOCK``), so service replicas
+sharing the database extend one chain and never fork it.
 
 The log keeps ids and hashes only. Query text is stored as an HMAC-SHA256 under a random salt
 kept in the store (``blobs``), so equal queries can be correlated by someone holding the store
@@ -21,19 +26,21 @@ import json
 import math
 import re
 import secrets
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from seenbefore.errors import InputError
 from seenbefore.security.tokens import Principal
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.pg_schema import APP_ROLE, AUDIT_LOCK
+from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres
 
 GENESIS_HASH = "0" * 64
 SALT_KEY = "audit.query_salt"
 HEAD_KEY = "audit_head"  # meta: "<id>:<hash>" of the newest record
 TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")
+PG_TRIGGERS = ("audit_log_append_only", "audit_log_no_truncate")  # pg_schema migrations 2, 3
+PG_FORBIDDEN = ("UPDATE", "DELETE", "TRUNCATE")  # privileges the app role must not hold
 MAX_READ = 10_000
 MAX_FIELD_CHARS = 200  # strings in detail, session, draft_id, decision: ids and labels, not text
 TEXT_KEYS = frozenset({"query", "text", "body", "note", "snippet", "content", "prompt", "summary"})
@@ -87,9 +94,10 @@ def chain_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
 
 
 class AuditLog:
-    """Append-only audit records in the store's ``audit_log`` table (migration 3)."""
+    """Append-only audit records in the store's ``audit_log`` table (SQLite migration 3,
+    PostgreSQL migrations 2 and 3)."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: ServiceStore) -> None:
         self.store = store
 
     # -- writing ----------------------------------------------------------------------------
@@ -134,6 +142,8 @@ class AuditLog:
             "detail": extra,
         }
         with self.store.transaction() as conn:
+            if is_postgres(self.store):  # replicas append one at a time: one chain, no fork
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (AUDIT_LOCK,))
             fields["query_hash"] = None if query is None else _hmac(_salt(conn), query)
             last = conn.execute(
                 "SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1"
@@ -245,15 +255,14 @@ class AuditLog:
             return AuditVerification(
                 False, checked, head_id, f"record {head_id} does not match the chain head in meta"
             )
-        present = {r[0] for r in self.store.query("SELECT name FROM sqlite_master")}
-        missing = [t for t in TRIGGERS if t not in present]
-        if missing:
+        broken = self._guards_broken()
+        if broken:
             return AuditVerification(
                 False,
                 checked,
                 None,
-                f"the chain is intact but the append-only trigger(s) {', '.join(missing)} are "
-                "missing: someone removed them; restore the store from a backup",
+                f"the chain is intact but {broken}: someone removed the append-only guards; "
+                "restore the store from a backup",
                 prev_hash if checked else None,
             )
         return AuditVerification(
@@ -264,11 +273,39 @@ class AuditLog:
             prev_hash if checked else None,
         )
 
+    def _guards_broken(self) -> str:
+        """What is missing of the append-only guards ('' when all are in place)."""
+        if not is_postgres(self.store):
+            present = {r[0] for r in self.store.query("SELECT name FROM sqlite_master")}
+            missing = [t for t in TRIGGERS if t not in present]
+            return f"the append-only trigger(s) {', '.join(missing)} are missing" if missing else ""
+        enabled = {
+            str(r[0])
+            for r in self.store.query(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'audit_log'::regclass"
+                " AND NOT tgisinternal AND tgenabled <> 'D'"
+            )
+        }
+        missing = [t for t in PG_TRIGGERS if t not in enabled]
+        if missing:
+            return f"the append-only trigger(s) {', '.join(missing)} are missing or disabled"
+        held = [
+            p
+            for p in PG_FORBIDDEN
+            if self.store.query(
+                "SELECT has_table_privilege(?::name, 'audit_log'::regclass, ?::text)",
+                (APP_ROLE, p),
+            )[0][0]
+        ]
+        if held:
+            return f"the app role {APP_ROLE} may {', '.join(held)} audit_log rows"
+        return ""
 
-def _salt(conn: sqlite3.Connection) -> bytes:
+
+def _salt(conn: SqlConn) -> bytes:
     """The store's query salt, created on first use inside the caller's transaction."""
     conn.execute(
-        "INSERT OR IGNORE INTO blobs (key, value, updated_at) VALUES (?, ?, ?)",
+        "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
         (SALT_KEY, secrets.token_bytes(32), dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
     )
     row = conn.execute("SELECT value FROM blobs WHERE key = ?", (SALT_KEY,)).fetchone()
@@ -328,14 +365,14 @@ def _split_head(head: str | None) -> tuple[int, str | None]:
     return (int(number), digest) if number.isdigit() else (0, None)
 
 
-def _parse(row: sqlite3.Row) -> dict[str, Any]:
+def _parse(row: SqlRow) -> dict[str, Any]:
     data = dict(row)
     for key in ("doc_ids", "tiers", "detail"):
         data[key] = json.loads(data[key])
     return data
 
 
-def _check_row(row: sqlite3.Row, prev_id: int, prev_hash: str) -> tuple[int, str] | None:
+def _check_row(row: SqlRow, prev_id: int, prev_hash: str) -> tuple[int, str] | None:
     rid = int(row["id"])
     if rid != prev_id + 1:
         return rid, (

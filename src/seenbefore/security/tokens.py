@@ -16,12 +16,11 @@ import json
 import os
 import re
 import secrets
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seenbefore.errors import AuthError, ConflictError, ForbiddenError, InputError, NotFoundError
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres
 
 ROLES: tuple[str, ...] = ("viewer", "responder", "reviewer", "admin")  # increasing power
 TOKEN_PREFIX = "sb_"
@@ -130,9 +129,9 @@ def new_token() -> str:
 
 
 class TokenStore:
-    """API tokens in the store's ``api_tokens`` table (migration 3)."""
+    """API tokens in the store's ``api_tokens`` table (SQLite migration 3, PostgreSQL 2)."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: ServiceStore) -> None:
         self.store = store
 
     def create(self, name: str, role: str, tiers: Sequence[str]) -> tuple[str, Principal]:
@@ -157,11 +156,17 @@ class TokenStore:
             )
         name, role, tier_list = _check_fields(name, role, tiers)
         with self.store.transaction() as conn:
-            row = conn.execute(
-                "SELECT * FROM api_tokens WHERE token_hash = ?", (token_hash(plaintext),)
-            ).fetchone()
+            row = _by_hash(conn, plaintext)
             if row is None:
-                return self._insert_row(conn, plaintext, name, role, tier_list)
+                inserted = self._insert_row(conn, plaintext, name, role, tier_list)
+                if inserted is not None:
+                    return inserted
+                row = _by_hash(conn, plaintext)  # another replica registered it meanwhile
+                if row is None:
+                    raise ConflictError(
+                        "the token could not be registered (its hash collided with a row that "
+                        "then vanished); retry"
+                    )
             if row["revoked_at"] is not None:
                 raise ConflictError(
                     f"token {row['id']} ({row['name']}) was revoked at {row['revoked_at']}; "
@@ -200,9 +205,11 @@ class TokenStore:
         )
 
     def list(self) -> list[TokenInfo]:
+        # creation order; PostgreSQL has no rowid: by creation second, then id
+        order = "created_at, id" if is_postgres(self.store) else "rowid"
         rows = self.store.query(
             "SELECT id, name, role, tiers, created_at, last_used_at, revoked_at FROM api_tokens"
-            " ORDER BY rowid"
+            f" ORDER BY {order}"
         )
         return [
             TokenInfo(
@@ -242,18 +249,25 @@ class TokenStore:
     def _insert(self, plaintext: str, name: str, role: str, tiers: Sequence[str]) -> Principal:
         name, role, tier_list = _check_fields(name, role, tiers)
         with self.store.transaction() as conn:
-            return self._insert_row(conn, plaintext, name, role, tier_list)
+            principal = self._insert_row(conn, plaintext, name, role, tier_list)
+        if principal is None:  # 256 random bits equal to a stored token's: never in practice
+            raise ConflictError("a token with the same hash exists; create the token again")
+        return principal
 
     @staticmethod
     def _insert_row(
-        conn: sqlite3.Connection, plaintext: str, name: str, role: str, tiers: tuple[str, ...]
-    ) -> Principal:
+        conn: SqlConn, plaintext: str, name: str, role: str, tiers: tuple[str, ...]
+    ) -> Principal | None:
+        """The new token's principal; None when a token with this hash exists (another replica
+        registering the same SEENBEFORE_ADMIN_TOKEN at the same moment)."""
         token_id = "tok_" + secrets.token_hex(6)
-        conn.execute(
+        cur = conn.execute(
             "INSERT INTO api_tokens (id, name, role, tiers, token_hash, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO NOTHING",
             (token_id, name, role, json.dumps(list(tiers)), token_hash(plaintext), _iso(_now())),
         )
+        if cur.rowcount != 1:
+            return None
         return Principal(name=name, role=role, tiers=tiers, token_id=token_id)
 
     def _touch(self, token_id: str, last_used_at: str | None) -> None:
@@ -266,6 +280,13 @@ class TokenStore:
             conn.execute(
                 "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (_iso(now), token_id)
             )
+
+
+def _by_hash(conn: SqlConn, plaintext: str) -> SqlRow | None:
+    row: SqlRow | None = conn.execute(
+        "SELECT * FROM api_tokens WHERE token_hash = ?", (token_hash(plaintext),)
+    ).fetchone()
+    return row
 
 
 def _check_fields(name: str, role: str, tiers: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:

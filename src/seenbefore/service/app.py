@@ -1,15 +1,21 @@
 """The FastAPI app factory.
 
 One KnowledgeBase per process, opened (and its embedder and index loaded) in the lifespan, before
-the first request; ``/readyz`` says 503 until then and whenever the store fails. One exception
-handler maps the error tree to problem+json (``service/errors.py``). Every route but /healthz
-and /readyz needs a token (``service/deps.py``)."""
+the first request; ``/readyz`` says 503 until then and whenever the store fails. The store is the
+one the settings select (storage/factory.py): SQLite, or PostgreSQL when
+``SEENBEFORE_DATABASE_URL`` is set, shared by any number of replicas. A database server that does
+not answer at startup does not stop the process: it serves /healthz, reports not ready with the
+reason on /readyz, and keeps trying to open the store (``OPEN_RETRY_S``). One exception handler
+maps the error tree to problem+json (``service/errors.py``). Every route but /healthz and
+/readyz needs a token (``service/deps.py``)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seenbefore
 from seenbefore.config import Settings, load_settings
+from seenbefore.errors import StoreError
 from seenbefore.kb import KnowledgeBase
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import TokenStore
@@ -40,10 +47,13 @@ from seenbefore.service.routers import (
 )
 from seenbefore.service.sampling import LOG_NAME, InvestigationSampler
 from seenbefore.service.sessions import SessionSigner, store_secret
+from seenbefore.storage.factory import open_store
 
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = b"x-request-id"
+OPEN_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits between attempts to open a server store
+OnOpen = Callable[[KnowledgeBase], None]
 
 
 class RequestIdMiddleware:
@@ -69,22 +79,63 @@ class RequestIdMiddleware:
         await self.app(scope, receive, send_wrapper)
 
 
-def open_state(state: ServiceState, kb: KnowledgeBase | None = None) -> None:
-    """Load everything a request needs (blocking: the embedder and the index)."""
+def open_state(
+    state: ServiceState, kb: KnowledgeBase | None = None, on_open: OnOpen | None = None
+) -> None:
+    """Load everything a request needs (blocking: the embedder and the index). Nothing is
+    published to ``state`` unless all of it loaded; a knowledge base opened here is closed
+    again when a later step fails."""
     from seenbefore.review.workflow import ReviewWorkflow
 
     settings = state.settings
-    state.kb = kb or KnowledgeBase(settings)
-    state.kb.embedder()  # the heavy model load happens here, not on the first request
-    state.kb.index()
-    state.tokens = TokenStore(state.kb.store)
-    state.audit = AuditLog(state.kb.store)
-    state.sessions = SessionSigner(store_secret(state.kb.store))
-    state.workflow = ReviewWorkflow(state.kb, settings)
-    resumed = state.workflow.recover()  # decisions a stopped process recorded but did not finish
+    base = kb or KnowledgeBase(settings, store=open_store(settings))
+    try:
+        base.embedder()  # the heavy model load happens here, not on the first request
+        base.index()
+        if on_open is not None:
+            on_open(base)
+        sessions = SessionSigner(store_secret(base.store))
+        workflow = ReviewWorkflow(base, settings)
+        try:
+            resumed = workflow.recover()  # decisions a stopped process recorded, unfinished
+        except BaseException:
+            workflow.close()
+            raise
+    except BaseException:
+        if kb is None:
+            base.close()
+        raise
     if resumed:
         log.info("resumed %d interrupted reviews", len(resumed))
+    state.tokens = TokenStore(base.store)
+    state.audit = AuditLog(base.store)
+    state.sessions = sessions
+    state.workflow = workflow
+    state.kb = base
     state.not_ready = ""
+
+
+async def keep_opening(
+    state: ServiceState, kb: KnowledgeBase | None, on_open: OnOpen | None
+) -> None:
+    """Retry :func:`open_state` until the store answers (the database server was down at
+    startup); /readyz reports the latest reason meanwhile."""
+    attempt = 0
+    while True:
+        await asyncio.sleep(OPEN_RETRY_S[min(attempt, len(OPEN_RETRY_S) - 1)])
+        attempt += 1
+        try:
+            await run_in_threadpool(open_state, state, kb, on_open)
+        except StoreError as exc:
+            state.not_ready = f"store unusable: {exc}"
+            log.warning("store still unusable (attempt %d): %s", attempt, exc)
+            continue
+        except Exception as exc:
+            state.not_ready = f"startup failed: {type(exc).__name__}: {exc}"
+            log.error("service startup failed: %s", state.not_ready)
+            return
+        log.info("store opened after %d retries; ready", attempt)
+        return
 
 
 def close_state(state: ServiceState) -> None:
@@ -102,9 +153,12 @@ def create_app(
     settings: Settings | None = None,
     *,
     kb: KnowledgeBase | None = None,
+    on_open: OnOpen | None = None,
 ) -> FastAPI:
     """The service. ``kb``: an open knowledge base to serve (``seenbefore serve`` passes the one
-    it bootstrapped, so the model is loaded once); the app closes it on shutdown."""
+    it bootstrapped, so the model is loaded once); the app closes it on shutdown. ``on_open``
+    runs on the knowledge base once its store answers, before the first request is served
+    (``seenbefore serve`` bootstraps there when the database was down at its start)."""
     cfg = settings or load_settings()
     service = ServiceState(
         settings=cfg,
@@ -115,8 +169,18 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        retry: asyncio.Task[None] | None = None
         try:
-            await run_in_threadpool(open_state, service, kb)
+            await run_in_threadpool(open_state, service, kb, on_open)
+        except StoreError as exc:
+            if not cfg.database_url:
+                service.not_ready = f"startup failed: {type(exc).__name__}: {exc}"
+                log.error("service startup failed: %s", service.not_ready)
+                raise
+            # a database server that is down: stay up, not ready, and keep trying
+            service.not_ready = f"store unusable: {exc}"
+            log.error("store unusable at startup, retrying: %s", exc)
+            retry = asyncio.create_task(keep_opening(service, kb, on_open))
         except Exception as exc:
             service.not_ready = f"startup failed: {type(exc).__name__}: {exc}"
             log.error("service startup failed: %s", service.not_ready)
@@ -124,7 +188,14 @@ def create_app(
         try:
             yield
         finally:
+            if retry is not None:
+                retry.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await retry
+            opened = service.kb is not None
             await run_in_threadpool(close_state, service)
+            if kb is not None and not opened:  # given to us, never served: still ours to close
+                await run_in_threadpool(kb.close)
 
     app = FastAPI(
         title="seenbefore",

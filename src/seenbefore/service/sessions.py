@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlport import ServiceStore
 
 SESSION_COOKIE = "sb_session"
 LOGIN_CSRF_COOKIE = "sb_login_csrf"
@@ -32,12 +32,14 @@ class Session:
     csrf: str
 
 
-def store_secret(store: SQLiteStore) -> bytes:
+def store_secret(store: ServiceStore) -> bytes:
     """The store's session-signing secret, created on first use (per store, survives restarts;
-    two processes starting together agree on one)."""
+    two processes or replicas starting together agree on one, so a session cookie that one
+    replica signed is good at every other)."""
     with store.transaction() as conn:
         conn.execute(
-            "INSERT OR IGNORE INTO blobs (key, value, updated_at) VALUES (?, ?, ?)",
+            "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO NOTHING",
             (SECRET_KEY, secrets.token_bytes(32), dt.datetime.now(dt.UTC).isoformat()),
         )
         row = conn.execute("SELECT value FROM blobs WHERE key = ?", (SECRET_KEY,)).fetchone()

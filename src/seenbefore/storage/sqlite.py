@@ -44,6 +44,8 @@ def fts_query(terms: Sequence[str]) -> str:
 class SQLiteStore:
     """Store backed by one SQLite file. Safe to share between threads (one lock)."""
 
+    dialect = "sqlite"  # storage/sqlport.py: what the service tables' SQL branches on
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":

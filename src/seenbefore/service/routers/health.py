@@ -1,5 +1,7 @@
 """``/healthz`` (liveness: the process answers) and ``/readyz`` (the knowledge base and its store
-are usable). Neither needs a token: orchestrators probe them."""
+are usable). Neither needs a token: orchestrators probe them. An unusable store (a database
+server that went away, a closed file) is a 503 with the reason, never a 500: the process stays
+up, and is ready again once the store answers."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
+from seenbefore.errors import SeenbeforeError
 from seenbefore.service.deps import ServiceState, service_state
 from seenbefore.service.models import Health, Readiness
 
@@ -33,6 +36,8 @@ def readyz(state: Annotated[ServiceState, Depends(service_state)]) -> JSONRespon
         generation = state.kb.store.generation()
         state.kb.index()
     except Exception as exc:  # store errors, sqlite3 errors, I/O: not ready, never a 500
-        body = Readiness(status="not ready", reason=f"store unusable: {type(exc).__name__}")
+        # our errors say what failed and what to do (and name a database without its password)
+        why = f"{type(exc).__name__}: {exc}" if isinstance(exc, SeenbeforeError) else ""
+        body = Readiness(status="not ready", reason=f"store unusable: {why or type(exc).__name__}")
         return JSONResponse(body.model_dump(), status_code=503)
     return JSONResponse(Readiness(status="ready", generation=generation).model_dump())

@@ -1,0 +1,392 @@
+"""The statements one PostgreSQL store transaction runs: writing a document's rows (sections,
+chunks with their keyword statistics, vectors), deleting them, keeping supersession and the
+filter columns copied onto chunks and vectors in step, and reading documents back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from seenbefore.errors import StoreError
+from seenbefore.storage.base import EmbeddedVectors, StoreStats
+from seenbefore.storage.pg_pool import Conn
+from seenbefore.storage.pg_schema import OWNER_ROLE
+from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
+
+
+def filter_sql(filters: SearchFilters, *, alias: str) -> tuple[str, list[Any]]:
+    """A WHERE clause over the denormalised filter columns of chunks / vectors."""
+    clauses = [f"{alias}.access_tier = ANY (%s)"]
+    params: list[Any] = [list(filters.tiers)]
+    if not filters.include_superseded:
+        clauses.append(f"{alias}.is_current")
+    if filters.services:
+        clauses.append(f"{alias}.services && %s::text[]")
+        params.append(list(filters.services))
+    if filters.date_from is not None:
+        clauses.append(f"{alias}.date >= %s")
+        params.append(filters.date_from)
+    if filters.date_to is not None:
+        clauses.append(f"{alias}.date <= %s")
+        params.append(filters.date_to)
+    if filters.exclude_ids:
+        clauses.append(f"{alias}.doc_id <> ALL (%s)")
+        params.append(list(filters.exclude_ids))
+    return " AND ".join(clauses), params
+
+
+def bump(conn: Conn) -> None:
+    conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+
+
+def count_change(conn: Conn, changed: int, delta: int) -> None:
+    conn.execute(
+        "UPDATE meta SET value = (value::bigint + CASE key WHEN 'chunks_changed' THEN %s"
+        " ELSE %s END)::text WHERE key IN ('chunks_changed', 'chunk_count')",
+        (changed, delta),
+    )
+
+
+def type_vectors(conn: Conn, dim: int) -> None:
+    """Give the vector column its dimension and the HNSW index (DDL, as the owner)."""
+    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OWNER_ROLE)))
+    conn.execute(
+        sql.SQL("ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({})").format(
+            sql.Literal(dim)
+        )
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw"
+        " (embedding vector_cosine_ops)"
+    )
+    conn.execute("SET LOCAL ROLE NONE")
+
+
+def insert_children(
+    conn: Conn,
+    pm: Postmortem,
+    chunks: Sequence[Chunk],
+    vectors: EmbeddedVectors | None,
+    claim: Callable[[Conn, str, int], None],
+) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO sections (doc_id, position, key, heading, text, access_tier)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            [(pm.id, s.position, s.key, s.heading, s.text, pm.access_tier) for s in pm.sections],
+        )
+        if not chunks:
+            return
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, %s)",
+                (len(chunks),),
+            ).fetchall()
+        ]
+        current = pm.status == "current"
+        cur.executemany(
+            "INSERT INTO chunks (id, doc_id, section_key, section_heading, section_position,"
+            " position, text, access_tier, is_current, date, services)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                (
+                    i,
+                    c.doc_id,
+                    c.section_key,
+                    c.section_heading,
+                    c.section_position,
+                    c.position,
+                    c.text,
+                    pm.access_tier,
+                    current,
+                    pm.date,
+                    list(pm.services),
+                )
+                for i, c in zip(ids, chunks, strict=True)
+            ],
+        )
+        conn.execute(
+            "INSERT INTO lexemes (word, ndoc) SELECT u.lexeme, count(*) FROM chunks c,"
+            " unnest(c.tsv) u WHERE c.doc_id = %s GROUP BY u.lexeme ON CONFLICT (word)"
+            " DO UPDATE SET ndoc = lexemes.ndoc + excluded.ndoc",
+            (pm.id,),
+        )
+        if vectors is not None:
+            claim(conn, vectors.name, int(vectors.matrix.shape[1]))
+            cur.executemany(
+                "INSERT INTO vectors (chunk_id, doc_id, access_tier, is_current, date, services,"
+                " embedding) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (
+                        i,
+                        pm.id,
+                        pm.access_tier,
+                        current,
+                        pm.date,
+                        list(pm.services),
+                        np.asarray(v, dtype=np.float32),
+                    )
+                    for i, v in zip(ids, vectors.matrix, strict=True)
+                ],
+            )
+
+
+def delete_rows(conn: Conn, doc_id: str) -> int:
+    """Delete a document (sections, chunks and vectors cascade) and its keyword statistics;
+    returns how many chunks it had."""
+    gone = conn.execute(
+        "WITH s AS (SELECT u.lexeme AS word, count(*) AS n FROM chunks c, unnest(c.tsv) u"
+        " WHERE c.doc_id = %s GROUP BY u.lexeme)"
+        " UPDATE lexemes l SET ndoc = l.ndoc - s.n FROM s WHERE l.word = s.word"
+        " RETURNING l.word, l.ndoc",
+        (doc_id,),
+    ).fetchall()
+    empty = [w for w, n in gone if n <= 0]
+    if empty:
+        conn.execute("DELETE FROM lexemes WHERE word = ANY (%s)", (empty,))
+    row = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = %s", (doc_id,)).fetchone()
+    conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+    return int(row[0]) if row else 0
+
+
+def refresh_supersession(conn: Conn, doc_ids: Sequence[str]) -> None:
+    """Recompute who supersedes each of ``doc_ids``, their effective status, and the status
+    copied onto their chunks and vectors (the columns searches filter on)."""
+    ids = list(doc_ids)
+    conn.execute(
+        "UPDATE documents d SET superseded_by = (SELECT s.id FROM documents s"
+        " WHERE s.supersedes = d.id AND s.status = 'current'"
+        ' ORDER BY s.date DESC NULLS LAST, s.id COLLATE "C" LIMIT 1) WHERE d.id = ANY (%s)',
+        (ids,),
+    )
+    conn.execute(
+        "UPDATE documents SET effective_status = CASE WHEN status = 'superseded'"
+        " OR superseded_by IS NOT NULL THEN 'superseded' ELSE 'current' END WHERE id = ANY (%s)",
+        (ids,),
+    )
+    for table, key in (("chunks", "doc_id"), ("vectors", "doc_id")):
+        conn.execute(
+            sql.SQL(
+                "UPDATE {t} x SET is_current = (d.effective_status = 'current') FROM documents d"
+                " WHERE d.id = x.{k} AND x.{k} = ANY (%s)"
+                " AND x.is_current IS DISTINCT FROM (d.effective_status = 'current')"
+            ).format(t=sql.Identifier(table), k=sql.Identifier(key)),
+            (ids,),
+        )
+
+
+def documents(conn: Conn, doc_ids: list[str]) -> dict[str, StoredDocument]:
+    cur = conn.cursor(row_factory=dict_row)
+    rows = cur.execute(
+        "SELECT d.*, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) AS n_chunks"
+        " FROM documents d WHERE d.id = ANY (%s)",
+        (doc_ids,),
+    ).fetchall()
+    sections: dict[str, list[Section]] = {}
+    for s in cur.execute(
+        "SELECT doc_id, position, key, heading, text FROM sections WHERE doc_id = ANY (%s)"
+        " ORDER BY doc_id, position",
+        (doc_ids,),
+    ).fetchall():
+        sections.setdefault(s["doc_id"], []).append(
+            Section(s["key"], s["heading"], s["text"], s["position"])
+        )
+    return {r["id"]: _stored(r, tuple(sections.get(r["id"], []))) for r in rows}
+
+
+def _stored(row: dict[str, Any], sections: tuple[Section, ...]) -> StoredDocument:
+    pm = Postmortem(
+        id=row["id"],
+        title=row["title"],
+        date=row["date"],
+        body=row["body"],
+        sections=sections,
+        services=tuple(row["services"]),
+        severity=row["severity"],
+        status=row["status"],
+        supersedes=row["supersedes"],
+        access_tier=row["access_tier"],
+        type=row["type"],
+        tags=tuple(json.loads(row["tags"])),
+        signals=tuple(json.loads(row["signals"])),
+        extra=json.loads(row["extra"]),
+        source=row["source"],
+        content_hash=row["content_hash"],
+    )
+    return StoredDocument(
+        postmortem=pm,
+        effective_status=row["effective_status"],
+        superseded_by=row["superseded_by"],
+        chunk_count=int(row["n_chunks"]),
+        ingested_at=row["ingested_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def table_rows(conn: Conn, table: str) -> list[dict[str, Any]]:
+    cur = conn.cursor(row_factory=dict_row)
+    return cur.execute(sql.SQL("SELECT * FROM {}").format(sql.Identifier(table))).fetchall()
+
+
+def write_table_rows(
+    conn: Conn, table: str, key: str, rows: Sequence[dict[str, Any]], skip: str | None
+) -> int:
+    """Insert ``rows`` (columns both stores have), updating rows with the same ``key``; the
+    append-only audit log only gains rows. Identity sequences move past copied ids."""
+    if not rows:
+        return 0
+    have = {
+        r[0]
+        for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema ="
+            " current_schema() AND table_name = %s",
+            (table,),
+        ).fetchall()
+    }
+    cols = [c for c in rows[0] if c in have and c != skip]
+    update = [c for c in cols if c != key]
+    action = (
+        sql.SQL("NOTHING")
+        if table == "audit_log" or not update
+        else sql.SQL("UPDATE SET {}").format(
+            sql.SQL(", ").join(
+                sql.SQL("{c} = excluded.{c}").format(c=sql.Identifier(c)) for c in update
+            )
+        )
+    )
+    statement = sql.SQL("INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT ({key}) DO {act}")
+    with conn.cursor() as cur:
+        cur.executemany(
+            statement.format(
+                t=sql.Identifier(table),
+                cols=sql.SQL(", ").join(map(sql.Identifier, cols)),
+                vals=sql.SQL(", ").join(sql.Placeholder() * len(cols)),
+                key=sql.Identifier(key),
+                act=action,
+            ),
+            [[r[c] for c in cols] for r in rows],
+        )
+    sequence = (
+        conn.execute("SELECT pg_get_serial_sequence(%s, 'id')", (table,)).fetchone()
+        if "id" in cols
+        else None
+    )
+    if sequence and sequence[0]:  # text ids (api_tokens, reviews) have no sequence
+        conn.execute(
+            sql.SQL("SELECT setval(%s, greatest((SELECT max(id) FROM {t}), 1))").format(
+                t=sql.Identifier(table)
+            ),
+            (sequence[0],),
+        )
+    return len(rows)
+
+
+def load_vectors(
+    conn: Conn,
+    name: str,
+    chunk_ids: Sequence[int],
+    matrix: npt.NDArray[np.float32],
+    *,
+    build_memory: str,
+) -> None:
+    """Replace every vector (COPY into a temporary table, one INSERT with the filter columns),
+    type the column for this dimension and build the HNSW index after the load. Runs as the
+    owner (DDL); the statement timeout does not apply to this maintenance."""
+    dim = int(matrix.shape[1]) if len(matrix) else 0
+    conn.execute("SELECT set_config('statement_timeout', '0', true)")
+    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (build_memory,))
+    conn.execute("DELETE FROM vectors")
+    conn.execute("DROP INDEX IF EXISTS vectors_hnsw")
+    conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('embedder_name', %s), ('embedder_dim', %s)",
+        (name, str(dim)),
+    )
+    if dim == 0:
+        bump(conn)
+        return
+    conn.execute(
+        sql.SQL("ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({})").format(
+            sql.Literal(dim)
+        )
+    )
+    conn.execute("CREATE TEMP TABLE incoming (chunk_id bigint, embedding vector) ON COMMIT DROP")
+    with conn.cursor().copy(
+        "COPY incoming (chunk_id, embedding) FROM STDIN WITH (FORMAT BINARY)"
+    ) as copy:
+        copy.set_types(["bigint", "vector"])
+        for chunk_id, vector in zip(chunk_ids, matrix, strict=True):
+            copy.write_row((int(chunk_id), np.asarray(vector, dtype=np.float32)))
+    done = conn.execute(
+        "INSERT INTO vectors (chunk_id, doc_id, access_tier, is_current, date, services,"
+        " embedding) SELECT c.id, c.doc_id, c.access_tier, c.is_current, c.date,"
+        " c.services, i.embedding FROM incoming i JOIN chunks c ON c.id = i.chunk_id"
+    )
+    if done.rowcount != len(chunk_ids):
+        raise StoreError(
+            f"{len(chunk_ids) - done.rowcount} of {len(chunk_ids)} chunk ids are not in"
+            " the store; embed the chunks `chunk_rows()` returns"
+        )
+    conn.execute("CREATE INDEX vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)")
+    conn.execute("ANALYZE vectors")
+    bump(conn)
+
+
+def read_stats(conn: Conn, visible: list[str], path: str) -> StoreStats:
+    docs = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE effective_status = 'current'),"
+        " count(*) FILTER (WHERE effective_status = 'superseded') FROM documents"
+        " WHERE access_tier = ANY (%s)",
+        (visible,),
+    ).fetchone() or (0, 0, 0)
+    chunks = conn.execute(
+        "SELECT count(*) FROM chunks WHERE access_tier = ANY (%s)", (visible,)
+    ).fetchone()
+    by_type = conn.execute(
+        "SELECT type, count(*) FROM documents WHERE access_tier = ANY (%s)"
+        " GROUP BY type ORDER BY 2 DESC, 1",
+        (visible,),
+    ).fetchall()
+    by_tier = conn.execute(
+        "SELECT access_tier, count(*) FROM documents WHERE access_tier = ANY (%s)"
+        " GROUP BY 1 ORDER BY 1",
+        (visible,),
+    ).fetchall()
+    meta: dict[str, str] = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('schema_version', 'generation')"
+        ).fetchall()
+    )
+    quarantined = conn.execute("SELECT count(*) FROM quarantine").fetchone()
+    return StoreStats(
+        documents=int(docs[0]),
+        current=int(docs[1]),
+        superseded=int(docs[2]),
+        chunks=int(chunks[0]) if chunks else 0,
+        by_type={(r[0] or "(none)"): int(r[1]) for r in by_type},
+        by_tier={r[0]: int(r[1]) for r in by_tier},
+        quarantined=int(quarantined[0]) if quarantined else 0,
+        schema_version=int(meta.get("schema_version", 0)),
+        generation=int(meta.get("generation", 0)),
+        path=path,
+    )
+
+
+def insert_document(conn: Conn, pm: Postmortem, now: str) -> None:
+    conn.execute(
+        "INSERT INTO documents (id, title, date, severity, status, effective_status,"
+        " supersedes, access_tier, type, services, tags, signals, extra, body, source,"
+        " content_hash, ingested_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (pm.id, pm.title, pm.date, pm.severity, pm.status, pm.status, pm.supersedes,
+         pm.access_tier, pm.type, list(pm.services), json.dumps(pm.tags),
+         json.dumps(pm.signals), json.dumps(pm.extra, sort_keys=True), pm.body, pm.source,
+         pm.content_hash, now, now),
+    )  # fmt: skip

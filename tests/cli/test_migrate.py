@@ -1,0 +1,116 @@
+"""`seenbefore migrate`: a knowledge base moves SQLite -> PostgreSQL -> SQLite intact, verified,
+and a second run changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seenbefore.cli.app import app
+from seenbefore.config import Settings
+from seenbefore.kb import KnowledgeBase
+from seenbefore.retrieval.embedders import HashingEmbedder
+from seenbefore.security.audit import AuditLog
+from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.transfer import inventory
+from seenbefore.types import SearchFilters
+from tests.conftest import EXAMPLES, postmortem_text
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+@pytest.fixture
+def local_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A SQLite store with every kind of content: documents of two tiers (one superseded),
+    vectors, a quarantined file, fitted settings, a blob and a chained audit log."""
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "old.md").write_text(postmortem_text("OLD", title="disk full on logs"))
+    (folder / "new.md").write_text(
+        postmortem_text("NEW", title="disk full again", supersedes="OLD", date="2024-05-01")
+    )
+    (folder / "secret.md").write_text(
+        postmortem_text("SECRET", title="quasar nebula incident", access_tier="restricted")
+    )
+    (folder / "broken.md").write_text("---\nid: [unclosed\n---\nbody\n")
+    settings = Settings(home=tmp_path / "home")
+    with KnowledgeBase(settings, embedder=HashingEmbedder(32)) as kb:
+        kb.ingest([folder, EXAMPLES])
+        kb.store.set_json("fusion_weights", {"hashing-32": {"dense": 0.3, "source": "test"}})
+        kb.store.put_blob("lsa_model", b"\x00\x01binary\xff")
+        audit = AuditLog(kb.store)
+        audit.record("local:tester", "search", query="disk full", doc_ids=["NEW"])
+        audit.record("local:tester", "show", doc_ids=["SECRET"], tiers=["restricted"])
+        assert len(kb.store.list_quarantine()) == 1
+    return settings.db_path
+
+
+def migrate(*args: str, code: int = 0) -> dict[str, object]:
+    result = runner.invoke(app, ["migrate", *args, "--json"])
+    assert result.exit_code == code, result.output
+    return json.loads(result.stdout) if code == 0 else {"output": result.output}
+
+
+def test_round_trip_is_verified_and_rerunning_is_safe(
+    local_kb: Path, pg_url: str, tmp_path: Path
+) -> None:
+    first = migrate("--to", pg_url)
+    assert first["verified"] is True
+    documents = first["documents"]
+    assert isinstance(documents, dict) and documents["added"] >= 60
+    counts = first["counts"]
+    assert isinstance(counts, dict)
+    assert counts["quarantine"] == {"source": 1, "target": 1}
+    assert counts["audit_log"] == {"source": 2, "target": 2}
+    assert counts["vectors"]["source"] == counts["chunks"]["source"] > 0
+
+    again = migrate("--to", pg_url)
+    assert again["verified"] is True
+    assert again["documents"] == {"pruned": 0, "unchanged": documents["added"]}
+    assert again["vectors_written"] == 0
+
+    with PostgresStore(pg_url) as pg:
+        assert pg.get("OLD", ["general"]).superseded_by == "NEW"
+        assert pg.embedder_info() == ("hashing-32", 32)
+        hits = pg.sparse_search(["quasar", "nebula"], SearchFilters(tiers=("general",)), 5)
+        assert hits == []
+        hits = pg.sparse_search(["quasar", "nebula"], SearchFilters(tiers=("restricted",)), 5)
+        assert [h.doc_id for h in hits] == ["SECRET"]
+
+    back = tmp_path / "back" / "kb.sqlite"
+    assert migrate("--from", pg_url, "--sqlite", str(back))["verified"] is True
+    assert migrate("--from", pg_url, "--sqlite", str(back))["documents"] == {
+        "pruned": 0,
+        "unchanged": documents["added"],
+    }
+    with SQLiteStore(local_kb) as original, SQLiteStore(back) as copy:
+        assert inventory(copy) == inventory(original)
+        assert AuditLog(copy).verify().ok  # the hash chain survived both moves
+        assert (
+            copy.get("SECRET", ["restricted"]).ingested_at
+            == original.get("SECRET", ["restricted"]).ingested_at
+        )
+
+
+def test_target_documents_missing_from_the_source_need_prune(local_kb: Path, pg_url: str) -> None:
+    migrate("--to", pg_url)
+    with SQLiteStore(local_kb) as store:
+        store.delete("SECRET")
+    refused = migrate("--to", pg_url, code=5)
+    assert "--prune" in str(refused["output"])
+    pruned = migrate("--to", pg_url, "--prune")
+    assert pruned["verified"] is True and pruned["documents"]["pruned"] == 1  # type: ignore[index]
+    with PostgresStore(pg_url) as pg:
+        assert "SECRET" not in pg.list_ids()
+
+
+def test_needs_exactly_one_direction(local_kb: Path, pg_url: str) -> None:
+    assert "exactly one" in str(migrate(code=2)["output"])
+    assert "exactly one" in str(migrate("--to", pg_url, "--from", pg_url, code=2)["output"])
+    assert "scheme" in str(migrate("--to", "mysql://x@y/z", code=2)["output"])

@@ -1,0 +1,280 @@
+"""What only the PostgreSQL store does: row-level security, pgvector iterative scans, migrations
+under an advisory lock, pooled connections that survive a dropped connection, clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+
+from seenbefore.config import Settings
+from seenbefore.errors import ConfigError, SchemaVersionError, StoreError
+from seenbefore.kb import KnowledgeBase
+from seenbefore.retrieval.embedders import HashingEmbedder
+from seenbefore.retrieval.hybrid import SearchOptions
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.factory import open_store
+from seenbefore.storage.pg_pool import PgOptions
+from seenbefore.storage.pg_schema import MIGRATIONS, MIN_VECTOR_VERSION
+from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.types import SearchFilters
+from tests.conftest import REPO, postmortem_text
+from tests.pg import LOGIN_ROLE, LocalPostgres, database_of, vector_version
+from tests.storage.test_contract import doc, put
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[PostgresStore]:
+    with PostgresStore(pg_url) as store:
+        yield store
+
+
+def raw(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    conn = psycopg.connect(url, autocommit=True)
+    conn.execute("SET search_path = seenbefore, public")
+    return conn
+
+
+def test_ships_pgvector_with_iterative_scans(pg_server: LocalPostgres, pg: PostgresStore) -> None:
+    version = tuple(int(p) for p in vector_version(pg_server).split("."))
+    assert version >= MIN_VECTOR_VERSION
+    assert pg.server.iterative_scan and not pg.server.bypasses_rls
+    assert pg.stats(["general"]).schema_version == len(MIGRATIONS)
+
+
+def test_row_level_security_hides_restricted_rows_from_raw_selects(
+    pg: PostgresStore, pg_url: str
+) -> None:
+    pm, chunks = doc("SECRET", "## Summary\nquasar nebula\n", access_tier="restricted")
+    pg.upsert(pm, chunks, EmbeddedVectors("fake-4", np.ones((len(chunks), 4), dtype=np.float32)))
+    put(pg, "OPEN", "quasar pulsar")
+    tables = ("documents", "sections", "chunks", "vectors")
+    count = "SELECT (SELECT count(*) FROM {t} WHERE doc_id = 'SECRET')"
+    with raw(pg_url) as conn:  # the app role, as the service logs in
+        user = conn.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = user")
+        assert user.fetchone() == (False, False)
+        for table in tables:
+            column = "id" if table == "documents" else "doc_id"
+            query = sql.SQL(count.replace("doc_id", column)).format(t=sql.Identifier(table))
+            assert conn.execute(query).fetchone() == (0,)  # no tiers set: nothing
+            with conn.transaction():
+                conn.execute("SELECT set_config('seenbefore.tiers', 'general', true)")
+                assert conn.execute(query).fetchone() == (0,)
+                assert conn.execute("SELECT count(*) FROM documents").fetchone() == (1,)
+            with conn.transaction():
+                conn.execute("SELECT set_config('seenbefore.tiers', 'general,restricted', true)")
+                assert conn.execute(query).fetchone() != (0,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+            conn.execute("SELECT set_config('seenbefore.tiers', 'general', true)")
+            conn.execute("UPDATE documents SET access_tier = 'general'")  # nothing to update...
+            conn.execute(
+                "INSERT INTO documents (id, title, status, effective_status, access_tier, body,"
+                " content_hash, ingested_at, updated_at) VALUES ('X', 't', 'current', 'current',"
+                " 'restricted', 'b', 'h', 'now', 'now')"
+            )  # ...and no writing rows one cannot see
+
+
+def test_keyword_function_applies_the_callers_tiers(pg: PostgresStore, pg_url: str) -> None:
+    put(pg, "OPEN", "quasar pulsar")
+    put(pg, "SECRET", "quasar nebula", access_tier="restricted")
+    call = (
+        "SELECT doc_id FROM keyword_hits(to_tsquery('simple', 'quasar'), true, NULL, NULL, NULL,"
+        " NULL, 10, 1) ORDER BY doc_id"
+    )
+    with raw(pg_url) as conn:
+        assert conn.execute(call).fetchall() == []
+        with conn.transaction():
+            conn.execute("SELECT set_config('seenbefore.tiers', 'general', true)")
+            assert conn.execute(call).fetchall() == [("OPEN",)]
+        with conn.transaction():
+            conn.execute("SELECT set_config('seenbefore.tiers', 'restricted,general', true)")
+            assert conn.execute(call).fetchall() == [("OPEN",), ("SECRET",)]
+
+
+def test_filtered_dense_search_does_not_starve(pg: PostgresStore) -> None:
+    """One document in 20 is visible; an HNSW scan that stopped at ef_search candidates would
+    find a handful. Iterative scans keep reading until the limit is met."""
+    rng = np.random.default_rng(3)
+    vectors: dict[str, np.ndarray] = {}
+    for i in range(400):
+        tier = "general" if i % 20 == 0 else "restricted"
+        pm, chunks = doc(f"D{i:03d}", "## Summary\nx\n", access_tier=tier)
+        matrix = rng.standard_normal((len(chunks), 16)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        pg.upsert(pm, chunks, EmbeddedVectors("fake-16", matrix))
+        if tier == "general":
+            vectors[pm.id] = matrix
+    query = vectors["D100"][0]
+    found = pg.dense_search(query, SearchFilters(), 20)
+    assert len(found) == 20 == len(vectors)
+    assert found[0].doc_id == "D100" and found[0].score == pytest.approx(1.0, abs=1e-5)
+    exact = sorted(vectors, key=lambda d: -float(np.max(vectors[d] @ query)))
+    assert [h.doc_id for h in found][:5] == exact[:5]
+    assert pg.dense_search(query, SearchFilters(tiers=()), 20) == []
+
+
+def test_concurrent_first_starts_migrate_once(pg_url: str) -> None:
+    errors: list[BaseException] = []
+    stores: list[PostgresStore] = []
+
+    def start() -> None:
+        try:
+            stores.append(PostgresStore(pg_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(stores) == 4
+    assert {s.stats([]).schema_version for s in stores} == {len(MIGRATIONS)}
+    for s in stores:
+        s.close()
+
+
+def test_refuses_a_newer_schema(pg_server: LocalPostgres, pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    with raw(pg_server.url(database_of(pg_url))) as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="newer than this seenbefore"):
+        PostgresStore(pg_url)
+
+
+def test_unreachable_database_is_a_clear_store_error() -> None:
+    url = "postgresql://someone:s3cret@127.0.0.1:1/nowhere"
+    with pytest.raises(StoreError, match="unreachable") as caught:
+        PostgresStore(url, options=PgOptions(connect_timeout_s=2))
+    assert "s3cret" not in str(caught.value) and "127.0.0.1:1/nowhere" in str(caught.value)
+
+
+def test_login_without_setup_gets_the_bootstrap_sql(pg_server: LocalPostgres, pg_url: str) -> None:
+    with pg_server.admin() as conn:
+        conn.execute("DROP ROLE IF EXISTS stranger")
+        conn.execute("CREATE ROLE stranger LOGIN")
+    try:
+        url = pg_server.url(database_of(pg_url), "stranger")
+        with pytest.raises(StoreError, match="GRANT seenbefore_owner TO stranger"):
+            PostgresStore(url)
+    finally:
+        with pg_server.admin() as conn:
+            conn.execute("DROP ROLE stranger")
+
+
+def test_statement_timeout_and_dropped_connections(pg_server: LocalPostgres, pg_url: str) -> None:
+    with PostgresStore(pg_url, options=PgOptions(statement_timeout_s=0.2)) as store:
+        with pytest.raises(StoreError, match="statement timeout"):
+            store._db.run(lambda c: c.execute("SELECT pg_sleep(2)"), tiers=())
+        put(store, "A", "survives")
+        with pg_server.admin() as admin:  # a failover: every connection of the app role dies
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE usename = 'seenbefore_service'"
+            ).fetchone()
+        assert killed is not None and int(str(killed[0])) >= 1
+        assert store.list_ids() == ["A"]  # a fresh connection, transparently
+
+
+def test_factory_selects_the_backend(pg_url: str, tmp_path: Path) -> None:
+    sqlite = open_store(Settings(home=tmp_path))
+    assert isinstance(sqlite, SQLiteStore)
+    sqlite.close()
+    with open_store(Settings(home=tmp_path, database_url=pg_url)) as pg:  # type: ignore[arg-type]
+        assert isinstance(pg, PostgresStore)
+        assert pg.stats([]).path.startswith("postgresql://seenbefore_service@")
+    with pytest.raises(ConfigError, match="mysql"):
+        open_store(Settings(home=tmp_path, database_url="mysql://x@y/z"))  # type: ignore[arg-type]
+
+
+def test_sqlite_and_postgres_give_identical_hybrid_results(pg_url: str, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i, text in enumerate(
+        [
+            "database connections hit the pool limit during checkout",
+            "name resolution failed with servfail from the resolvers",
+            "resident memory grew until the pods were oomkilled",
+            "iowait climbed on the volume during compaction of the pool",
+            "connection resets from the load balancer after an idle timeout",
+        ]
+    ):
+        (folder / f"{i}.md").write_text(
+            postmortem_text(f"D{i}", title=f"incident {i}", body=f"## Summary\n{text}.\n")
+        )
+    results = []
+    for store in (SQLiteStore(tmp_path / "kb.sqlite"), PostgresStore(pg_url)):
+        with KnowledgeBase(
+            Settings(home=tmp_path),
+            store=store,  # type: ignore[arg-type]
+            embedder=HashingEmbedder(32),
+        ) as kb:
+            kb.ingest([folder])
+            kb.store.set_json("fusion_weights", {"hashing-32": {"dense": 0.4, "source": "test"}})
+            result = kb.search("pool connections limit", SearchFilters(), SearchOptions(k=5))
+            results.append(
+                (
+                    [(c.doc_id, round(c.score, 9), c.matched_by) for c in result.candidates],
+                    result.details["confidence"],
+                    result.details["signals"],
+                )
+            )
+    assert results[0] == results[1]
+    assert results[0][0][0][0] == "D0"
+
+
+def test_two_processes_share_one_database(pg_url: str, tmp_path: Path) -> None:
+    """A write in another process moves the shared generation; this process's cached index
+    notices and rebuilds (no process-local state goes stale)."""
+    store = PostgresStore(pg_url)
+    with KnowledgeBase(Settings(home=tmp_path, embedder="none"), store=store) as kb:  # type: ignore[arg-type]
+        put(kb.store, "LOCAL", "nothing about that yet")
+        assert kb.search("zeppelin", SearchFilters(), SearchOptions(mode="sparse")).candidates == ()
+        script = (
+            "import sys; sys.path.insert(0, sys.argv[2])\n"
+            "from seenbefore.storage.postgres import PostgresStore\n"
+            "from tests.storage.test_contract import put\n"
+            "with PostgresStore(sys.argv[1]) as s: print(put(s, 'REMOTE', 'zeppelin hangar'))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script, pg_url, str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "added"
+        found = kb.search("zeppelin", SearchFilters(), SearchOptions(mode="sparse"))
+        assert [c.doc_id for c in found.candidates] == ["REMOTE"]
+
+
+def test_a_server_that_goes_away_is_a_store_error_not_a_crash() -> None:
+    """The service's readiness check: once the database is gone, calls fail fast and clearly;
+    nothing hangs and the process keeps running."""
+    server = LocalPostgres.start()
+    try:
+        name = server.create_database()
+        store = PostgresStore(
+            server.url(name, LOGIN_ROLE), options=PgOptions(connect_timeout_s=2, retries=1)
+        )
+        put(store, "A", "still here")
+    finally:
+        server.stop()
+    clock = time.perf_counter()
+    with pytest.raises(StoreError, match=r"unreachable|OperationalError"):
+        store.ping()
+    with pytest.raises(StoreError):
+        store.list_ids()
+    assert time.perf_counter() - clock < 30
+    store.close()

@@ -13,13 +13,12 @@ postmortems were written by the same project, so these cases measure the anomaly
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seenbefore.evaluation.cases import Case
-from seenbefore.evaluation.runner import CaseRun
+from seenbefore.evaluation.runner import CaseRun, timed_search
 from seenbefore.investigation.query import InvestigationRequest, from_anomaly
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
@@ -133,7 +132,6 @@ def run_anomaly(
 ) -> CaseRun:
     """One anomaly through ``kb.search`` with the anomaly profile (weights left unset come
     from the shipped profile)."""
-    filters = SearchFilters(tiers=tuple(tiers), exclude_ids=case.case.exclude)
     options = SearchOptions(
         k=k,
         mode=mode,
@@ -143,19 +141,7 @@ def run_anomaly(
         signal_weight=signal_weight,
         dense_weight=dense_weight,
     )
-    started = time.perf_counter()
-    result = kb.search(case.request.query, filters, options)
-    latency = (time.perf_counter() - started) * 1000
-    d: dict[str, Any] = result.details
-    return CaseRun(
-        case.case,
-        mode,
-        [c.doc_id for c in result.candidates],
-        dict(d["signals"]),
-        float(d["confidence"]),
-        bool(d["novel"]),
-        latency,
-    )
+    return timed_search(kb, case.case, case.request.query, tiers=tiers, options=options)
 
 
 def signal_ranking(kb: KnowledgeBase, case: AnomalyCase, *, tiers: Sequence[str]) -> list[str]:

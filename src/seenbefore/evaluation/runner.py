@@ -45,15 +45,22 @@ def run_case(
     depth: int = 100,
     k: int = 10,
 ) -> CaseRun:
-    filters = SearchFilters(tiers=tuple(tiers), exclude_ids=case.exclude)
     options = SearchOptions(k=k, mode=mode, dense_weight=dense_weight, depth=depth)
+    return timed_search(kb, case, case.query, tiers=tiers, options=options)
+
+
+def timed_search(
+    kb: KnowledgeBase, case: Case, query: str, *, tiers: Sequence[str], options: SearchOptions
+) -> CaseRun:
+    """One search for ``case`` (its excluded documents hidden), timed, as a CaseRun."""
+    filters = SearchFilters(tiers=tuple(tiers), exclude_ids=case.exclude)
     started = time.perf_counter()
-    result = kb.search(case.query, filters, options)
+    result = kb.search(query, filters, options)
     latency = (time.perf_counter() - started) * 1000
     d: dict[str, Any] = result.details
     return CaseRun(
         case,
-        mode,
+        options.mode,
         [c.doc_id for c in result.candidates],
         dict(d["signals"]),
         float(d["confidence"]),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -14,6 +16,7 @@ from seenbefore.types import (
     Postmortem,
     QuarantineEntry,
     SearchFilters,
+    Section,
     StoredDocument,
 )
 
@@ -140,3 +143,51 @@ class Store(Protocol):
     def generation(self) -> int:
         """A counter that changes on every write; caches compare it to know they are stale."""
         ...
+
+
+def utc_now() -> str:
+    """The timestamp every store writes: UTC, ISO 8601, seconds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+class RowLike(Protocol):
+    """A database row read by column name (sqlite3.Row, a psycopg dict row)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def stored_document(
+    row: RowLike,
+    sections: tuple[Section, ...],
+    *,
+    date: dt.date | None,
+    services: Sequence[str],
+) -> StoredDocument:
+    """A documents row (either backend's) as a StoredDocument. The backends differ only in how
+    they hold the date and the services list, so the caller decodes those two."""
+    pm = Postmortem(
+        id=row["id"],
+        title=row["title"],
+        date=date,
+        body=row["body"],
+        sections=sections,
+        services=tuple(services),
+        severity=row["severity"],
+        status=row["status"],
+        supersedes=row["supersedes"],
+        access_tier=row["access_tier"],
+        type=row["type"],
+        tags=tuple(json.loads(row["tags"])),
+        signals=tuple(json.loads(row["signals"])),
+        extra=json.loads(row["extra"]),
+        source=row["source"],
+        content_hash=row["content_hash"],
+    )
+    return StoredDocument(
+        postmortem=pm,
+        effective_status=row["effective_status"],
+        superseded_by=row["superseded_by"],
+        chunk_count=int(row["n_chunks"]),
+        ingested_at=row["ingested_at"],
+        updated_at=row["updated_at"],
+    )

@@ -14,7 +14,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.base import EmbeddedVectors, StoreStats
+from seenbefore.storage.base import EmbeddedVectors, StoreStats, stored_document
 from seenbefore.storage.pg_pool import Conn
 from seenbefore.storage.pg_schema import OWNER_ROLE
 from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
@@ -202,32 +202,7 @@ def documents(conn: Conn, doc_ids: list[str]) -> dict[str, StoredDocument]:
 
 
 def _stored(row: dict[str, Any], sections: tuple[Section, ...]) -> StoredDocument:
-    pm = Postmortem(
-        id=row["id"],
-        title=row["title"],
-        date=row["date"],
-        body=row["body"],
-        sections=sections,
-        services=tuple(row["services"]),
-        severity=row["severity"],
-        status=row["status"],
-        supersedes=row["supersedes"],
-        access_tier=row["access_tier"],
-        type=row["type"],
-        tags=tuple(json.loads(row["tags"])),
-        signals=tuple(json.loads(row["signals"])),
-        extra=json.loads(row["extra"]),
-        source=row["source"],
-        content_hash=row["content_hash"],
-    )
-    return StoredDocument(
-        postmortem=pm,
-        effective_status=row["effective_status"],
-        superseded_by=row["superseded_by"],
-        chunk_count=int(row["n_chunks"]),
-        ingested_at=row["ingested_at"],
-        updated_at=row["updated_at"],
-    )
+    return stored_document(row, sections, date=row["date"], services=row["services"])
 
 
 def table_rows(conn: Conn, table: str) -> list[dict[str, Any]]:

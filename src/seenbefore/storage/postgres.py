@@ -22,7 +22,6 @@ document keeps chunks, vectors, keyword statistics and metadata in step. What di
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -37,7 +36,14 @@ from psycopg.rows import dict_row
 from seenbefore.errors import EmbedderMismatchError, NotFoundError, StoreError
 from seenbefore.storage import pg_rows as pgrows
 from seenbefore.storage import pg_search, pg_tx
-from seenbefore.storage.base import ChunkHit, ChunkRows, DocumentRows, EmbeddedVectors, StoreStats
+from seenbefore.storage.base import (
+    ChunkHit,
+    ChunkRows,
+    DocumentRows,
+    EmbeddedVectors,
+    StoreStats,
+    utc_now,
+)
 from seenbefore.storage.pg_pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.types import (
     Chunk,
@@ -46,10 +52,6 @@ from seenbefore.types import (
     SearchFilters,
     StoredDocument,
 )
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 class PostgresStore:
@@ -142,7 +144,7 @@ class PostgresStore:
                     )
                 return "unchanged"
             removed = pgrows.delete_rows(conn, pm.id) if old is not None else 0
-            now = _now()
+            now = utc_now()
             with conn.pipeline():  # a handful of round trips, not one per statement
                 pgrows.insert_document(conn, pm, now)
                 pgrows.insert_children(conn, pm, chunks, vectors, self._claim_embedder)
@@ -330,7 +332,7 @@ class PostgresStore:
             lambda c: c.execute(
                 "INSERT INTO blobs (key, value, updated_at) VALUES (%s, %s, %s) ON CONFLICT (key)"
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                (key, value, _now()),
+                (key, value, utc_now()),
             ),
             tiers=(),
             write=True,
@@ -363,7 +365,7 @@ class PostgresStore:
 
     # -- quarantine ------------------------------------------------------------------------
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:
-        now = _now()
+        now = utc_now()
 
         def write(conn: Conn) -> int:
             row = conn.execute(

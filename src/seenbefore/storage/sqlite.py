@@ -19,7 +19,15 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import EmbedderMismatchError, NotFoundError, SchemaVersionError, StoreError
-from seenbefore.storage.base import ChunkHit, ChunkRows, DocumentRows, EmbeddedVectors, StoreStats
+from seenbefore.storage.base import (
+    ChunkHit,
+    ChunkRows,
+    DocumentRows,
+    EmbeddedVectors,
+    StoreStats,
+    stored_document,
+    utc_now,
+)
 from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
 from seenbefore.storage.sqlfilters import filter_sql
 from seenbefore.types import (
@@ -30,10 +38,6 @@ from seenbefore.types import (
     Section,
     StoredDocument,
 )
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def fts_query(terms: Sequence[str]) -> str:
@@ -153,7 +157,7 @@ class SQLiteStore:
                 if old["source"] != pm.source:
                     conn.execute("UPDATE documents SET source = ? WHERE id = ?", (pm.source, pm.id))
                 return "unchanged"
-            now = _now()
+            now = utc_now()
             if old is not None:
                 self._delete_rows(conn, pm.id)
             conn.execute(
@@ -399,7 +403,7 @@ class SQLiteStore:
             conn.execute(
                 "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key)"
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                (key, value, _now()),
+                (key, value, utc_now()),
             )
 
     def chunks_changed(self) -> int:
@@ -432,7 +436,7 @@ class SQLiteStore:
 
     # -- quarantine ------------------------------------------------------------------------
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:
-        now = _now()
+        now = utc_now()
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO quarantine (source, reason, doc_id, content_hash, first_seen,"
@@ -587,32 +591,8 @@ def _refresh_supersession(conn: sqlite3.Connection, doc_ids: Sequence[str]) -> N
 
 
 def _stored(row: sqlite3.Row, sections: tuple[Section, ...]) -> StoredDocument:
-    pm = Postmortem(
-        id=row["id"],
-        title=row["title"],
-        date=dt.date.fromisoformat(row["date"]) if row["date"] else None,
-        body=row["body"],
-        sections=sections,
-        services=tuple(json.loads(row["services"])),
-        severity=row["severity"],
-        status=row["status"],
-        supersedes=row["supersedes"],
-        access_tier=row["access_tier"],
-        type=row["type"],
-        tags=tuple(json.loads(row["tags"])),
-        signals=tuple(json.loads(row["signals"])),
-        extra=json.loads(row["extra"]),
-        source=row["source"],
-        content_hash=row["content_hash"],
-    )
-    return StoredDocument(
-        postmortem=pm,
-        effective_status=row["effective_status"],
-        superseded_by=row["superseded_by"],
-        chunk_count=row["n_chunks"],
-        ingested_at=row["ingested_at"],
-        updated_at=row["updated_at"],
-    )
+    date = dt.date.fromisoformat(row["date"]) if row["date"] else None
+    return stored_document(row, sections, date=date, services=json.loads(row["services"]))
 
 
 def _entry(row: sqlite3.Row) -> QuarantineEntry:

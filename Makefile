@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo test check lint typecheck install clean bench
+.PHONY: demo test check lint typecheck install clean bench serve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ check: $(STAMP)
 
 demo: $(STAMP)
 	SEENBEFORE_HOME=.seenbefore-demo bash scripts/demo.sh
+
+serve: $(STAMP)
+	$(BIN)/seenbefore serve
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest.py --scifact $(SHARED)/data/beir/scifact

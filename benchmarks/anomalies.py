@@ -78,7 +78,7 @@ def build_kb(home: Path, embedding_cache: Path) -> KnowledgeBase:
     return kb
 
 
-def type_hit(kb: KnowledgeBase, ranking: list[str], case: AnomalyCase) -> int:
+def type_hit(ranking: list[str], case: AnomalyCase) -> int:
     return int(bool(ranking) and ranking[0] in case.case.relevant)
 
 
@@ -120,7 +120,7 @@ def main() -> int:
         def hit_at_1(weights: dict[str, float], subset: list[AnomalyCase]) -> float:
             if not subset:
                 return 0.0
-            return sum(type_hit(kb, fused(c, weights), c) for c in subset) / len(subset)
+            return sum(type_hit(fused(c, weights), c) for c in subset) / len(subset)
 
         table = Table(title="anomaly -> right incident type first (type Hit@1)")
         kinds = sorted({c.kind for c in precedent})

@@ -275,13 +275,15 @@ class KnowledgeBase:
         key = {"sparse": "sparse", "dense": f"dense:{family}"}.get(
             options.mode, f"hybrid:{family}" if weight > 0 else "sparse"
         )
-        confidence = self.confidence_model(key)
+        confidence = None
         if options.profile == "anomaly" and options.mode == "hybrid":
             # anomaly queries are scored by a model fitted on anomalies, when one was fitted
             signals_on = bool(options.signals) and (options.signal_weight or 0) > 0
             anomaly_key = f"anomaly:{key}" + ("+signals" if signals_on else "")
-            if (fitted := self.confidence_model(anomaly_key)) is not None:
-                key, confidence = anomaly_key, fitted
+            if (confidence := self.confidence_model(anomaly_key)) is not None:
+                key = anomaly_key
+        if confidence is None:
+            confidence = self.confidence_model(key)
         retriever = HybridRetriever(
             self.store,
             index,

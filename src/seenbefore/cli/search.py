@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markdown import Markdown
@@ -14,7 +14,8 @@ from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, pr
 from seenbefore.cli.security import record_local
 from seenbefore.errors import InputError
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
-from seenbefore.types import Candidate, SearchFilters, SearchResult
+from seenbefore.retrieval.output import result_json
+from seenbefore.types import SearchFilters, SearchResult
 
 TierOption = Annotated[
     list[str] | None,
@@ -31,45 +32,6 @@ def _date(value: str | None, name: str) -> dt.date | None:
         return dt.date.fromisoformat(value)
     except ValueError:
         raise InputError(f"--{name} is {value!r}, expected YYYY-MM-DD") from None
-
-
-def candidate_json(rank: int, c: Candidate) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "id": c.doc_id,
-        "title": c.title,
-        "date": c.date.isoformat() if c.date else None,
-        "type": c.type,
-        "status": c.status,
-        "superseded_by": c.superseded_by,
-        "access_tier": c.access_tier,
-        "services": list(c.services),
-        "score": round(c.score, 6),
-        "matched_by": c.matched_by,
-        "retrievers": {
-            k: {"rank": v.rank, "score": round(v.score, 6)} for k, v in c.retrievers.items()
-        },
-        "section": c.section_key,
-        "chunk_id": c.chunk_id,
-        "snippet": c.snippet,
-    }
-
-
-def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
-    d = result.details
-    payload: dict[str, Any] = {
-        "query": result.query,
-        "mode": result.mode,
-        "confidence": d.get("confidence"),
-        "confidence_label": d.get("confidence_label"),
-        "novel": d.get("novel"),
-        "dense_trusted": d.get("gate", {}).get("dense_trusted"),
-        "weights": d.get("weights"),
-        "results": [candidate_json(i, c) for i, c in enumerate(result.candidates, 1)],
-    }
-    if explain:
-        payload["explain"] = d
-    return payload
 
 
 def search(

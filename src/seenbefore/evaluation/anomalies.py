@@ -150,9 +150,5 @@ def signal_ranking(kb: KnowledgeBase, case: AnomalyCase, *, tiers: Sequence[str]
     if index.signals is None:
         return []
     mask = index.doc_mask(SearchFilters(tiers=tuple(tiers), exclude_ids=case.case.exclude))
-    scores = index.signals.scores(case.request.signal_strengths, mask)
-    order = sorted(
-        (i for i in range(len(scores)) if scores[i] > 0),
-        key=lambda i: (-float(scores[i]), index.doc_ids[i]),
-    )
+    order, _ = index.signals.ranked(case.request.signal_strengths, mask, index.doc_ids)
     return [index.doc_ids[i] for i in order]

@@ -15,6 +15,7 @@ from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.investigation.rewriter import QueryRewriter
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
+from seenbefore.retrieval.signals import normalise_signal
 from seenbefore.types import Candidate, SearchFilters
 
 EVIDENCE_SECTIONS = ("detection", "root_cause", "resolution")
@@ -94,12 +95,12 @@ class Investigator:
         candidates = candidates[: self.k]
         started = time.perf_counter()
         metas = self.kb.store.documents_meta([c.doc_id for c in candidates])
-        observed = {_norm(s) for s in request.signals}
+        observed = {normalise_signal(s) for s in request.signals}
         items = []
         for c in candidates:
             pm = metas[c.doc_id].postmortem
             sections = {s.key: s.text for s in pm.sections if s.key in EVIDENCE_SECTIONS}
-            theirs = {_norm(s) for s in pm.signals}
+            theirs = {normalise_signal(s) for s in pm.signals}
             items.append(
                 EvidenceItem(
                     doc_id=c.doc_id,
@@ -196,12 +197,12 @@ class Investigator:
         key = (self.kb.store.generation(), self.tiers)
         if self._known is None or self._known[0] != key:
             metas = self.kb.store.documents_meta(self.kb.store.list_ids(list(self.tiers)))
-            recorded = {_norm(s) for m in metas.values() for s in m.postmortem.signals}
+            recorded = {normalise_signal(s) for m in metas.values() for s in m.postmortem.signals}
             self._known = (key, frozenset(recorded))
         known = self._known[1]
         if not known:
             return []  # a knowledge base without signals says nothing either way
-        return [s for s in dict.fromkeys(request.signals) if _norm(s) not in known]
+        return [s for s in dict.fromkeys(request.signals) if normalise_signal(s) not in known]
 
 
 def search_options(request: InvestigationRequest, k: int) -> SearchOptions:
@@ -211,7 +212,3 @@ def search_options(request: InvestigationRequest, k: int) -> SearchOptions:
     if request.source == "anomaly" and request.signal_strengths:
         return SearchOptions(k=k, profile="anomaly", signals=dict(request.signal_strengths))
     return SearchOptions(k=k)
-
-
-def _norm(signal: str) -> str:
-    return signal.strip().lower().replace("-", "_").replace(" ", "_")

@@ -7,6 +7,7 @@ surfaces as :class:`LLMError`, whose message names the endpoint and the model bu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -19,6 +20,15 @@ if TYPE_CHECKING:
     import openai
 
 Message = dict[str, str]
+
+
+_CODE_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def unfence(text: str) -> str:
+    """A model's reply without the Markdown code fence some models wrap JSON in."""
+    match = _CODE_FENCE.match(text)
+    return match.group(1) if match else text
 
 
 class LLMError(SeenbeforeError):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -22,11 +21,10 @@ from pydantic import ValidationError
 from seenbefore.core.confidence import label
 from seenbefore.investigation.guard import fence
 from seenbefore.investigation.investigator import EVIDENCE_SECTIONS, Evidence
-from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, Message
+from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, Message, unfence
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter, trace
 
 SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace")
-_CODE_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 @cache
@@ -70,8 +68,7 @@ def draft_schema() -> str:
 
 
 def _parse(text: str) -> Draft:
-    match = _CODE_FENCE.match(text)
-    return Draft.model_validate_json(match.group(1) if match else text)
+    return Draft.model_validate_json(unfence(text))
 
 
 def _describe(exc: ValidationError) -> str:
@@ -244,9 +241,8 @@ def judge(llm: LLM, draft: Draft, expected_root_cause: str) -> tuple[float, int]
     """Model-graded root-cause score, 0 to 5, and the tokens the grading used."""
     answer = llm.complete(render("judge.j2", draft=draft, expected=expected_root_cause))
     tokens = answer.prompt_tokens + answer.completion_tokens
-    match = _CODE_FENCE.match(answer.text)
     try:
-        data = json.loads(match.group(1) if match else answer.text)
+        data = json.loads(unfence(answer.text))
     except json.JSONDecodeError:
         data = None
     score = data.get("score") if isinstance(data, dict) else None

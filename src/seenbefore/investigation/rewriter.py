@@ -12,17 +12,15 @@ and the trace says why.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from seenbefore.investigation.llm import LLM, LLMError
+from seenbefore.investigation.llm import LLM, LLMError, unfence
 from seenbefore.investigation.query import InvestigationRequest
 
 MAX_QUERIES = 3
 MAX_QUERY_CHARS = 300
-_CODE_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -47,9 +45,8 @@ class Rewrite:
 
 def parse_queries(text: str) -> tuple[str, ...]:
     """``{"queries": [...]}`` -> up to MAX_QUERIES distinct, non-empty, bounded strings."""
-    fenced = _CODE_FENCE.match(text)
     try:
-        data = json.loads(fenced.group(1) if fenced else text)
+        data = json.loads(unfence(text))
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg})") from None
     queries = data.get("queries") if isinstance(data, dict) else None

@@ -113,11 +113,10 @@ class HybridRetriever:
             and self.index.signals is not None
         ):
             clock = time.perf_counter()
-            per_doc = self.index.signals.scores(options.signals, doc_mask)
-            eligible = np.flatnonzero(per_doc > 0)
-            order = sorted(
-                eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d])
-            )[: options.depth]
+            order, per_doc = self.index.signals.ranked(
+                options.signals, doc_mask, self.index.doc_ids
+            )
+            order = order[: options.depth]
             by_signals = _Ranked(
                 order, {d: float(per_doc[d]) for d in order}, np.zeros(0, np.float32)
             )

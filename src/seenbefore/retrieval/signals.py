@@ -114,3 +114,16 @@ class SignalIndex:
         rows = np.flatnonzero(doc_mask)
         out[rows] = self.matrix[rows] @ query
         return out
+
+    def ranked(
+        self,
+        observed: Mapping[str, float],
+        doc_mask: npt.NDArray[np.bool_],
+        doc_ids: Sequence[str],
+    ) -> tuple[list[int], FloatArray]:
+        """Document positions with any signal in common, best first (ties by id), and the
+        scores they were ranked by."""
+        scores = self.scores(observed, doc_mask)
+        eligible = np.flatnonzero(scores > 0)
+        order = sorted(eligible.tolist(), key=lambda d: (-float(scores[d]), doc_ids[d]))
+        return order, scores

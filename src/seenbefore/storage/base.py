@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from seenbefore.errors import NotFoundError
 from seenbefore.types import (
     Chunk,
     Postmortem,
@@ -191,3 +192,32 @@ def stored_document(
         ingested_at=row["ingested_at"],
         updated_at=row["updated_at"],
     )
+
+
+class JsonSettings:
+    """``get_json`` / ``set_json`` over a store's ``get_meta`` / ``set_meta``: one encoding for
+    every backend, so settings copied between stores (``seenbefore migrate``) compare equal."""
+
+    def get_meta(self, key: str) -> str | None:
+        raise NotImplementedError
+
+    def set_meta(self, key: str, value: str) -> None:
+        raise NotImplementedError
+
+    def get_json(self, key: str) -> Any:
+        raw = self.get_meta(key)
+        return None if raw is None else json.loads(raw)
+
+    def set_json(self, key: str, value: Any) -> None:
+        self.set_meta(key, json.dumps(value, sort_keys=True))
+
+
+def visible_document(
+    docs: Mapping[str, StoredDocument], doc_id: str, tiers: Sequence[str]
+) -> StoredDocument:
+    """The document if the caller's tiers hold it; otherwise NotFoundError, worded exactly as for
+    an id that does not exist, so a hidden postmortem is indistinguishable from an absent one."""
+    doc = docs.get(doc_id)
+    if doc is None or doc.postmortem.access_tier not in tiers:
+        raise NotFoundError(f"no postmortem with id '{doc_id}'")
+    return doc

@@ -41,8 +41,10 @@ from seenbefore.storage.base import (
     ChunkRows,
     DocumentRows,
     EmbeddedVectors,
+    JsonSettings,
     StoreStats,
     utc_now,
+    visible_document,
 )
 from seenbefore.storage.pg_pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.types import (
@@ -54,7 +56,7 @@ from seenbefore.types import (
 )
 
 
-class PostgresStore:
+class PostgresStore(JsonSettings):
     """Store backed by a PostgreSQL database (``postgresql://...``). Thread-safe (a pool)."""
 
     dialect = "postgres"  # storage/sqlport.py: what the service tables' SQL branches on
@@ -192,10 +194,7 @@ class PostgresStore:
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
         docs = self._db.run(lambda c: pgrows.documents(c, [doc_id]), tiers=tuple(tiers))
-        doc = docs.get(doc_id)
-        if doc is None or doc.postmortem.access_tier not in tiers:
-            raise NotFoundError(f"no postmortem with id '{doc_id}'")
-        return doc
+        return visible_document(docs, doc_id, tiers)
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -315,13 +314,6 @@ class PostgresStore:
             tiers=(),
             write=True,
         )
-
-    def get_json(self, key: str) -> Any:
-        raw = self.get_meta(key)
-        return None if raw is None else json.loads(raw)
-
-    def set_json(self, key: str, value: Any) -> None:
-        self.set_meta(key, json.dumps(value, sort_keys=True))
 
     def get_blob(self, key: str) -> bytes | None:
         value = self._value("SELECT value FROM blobs WHERE key = %s", (key,))

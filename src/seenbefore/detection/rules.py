@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import yaml
 
 from seenbefore.detection.features import Array
 from seenbefore.errors import ConfigError
+from seenbefore.parsing import YAMLProblem, load_yaml, read_text
 from seenbefore.types import SEVERITIES
 
 DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
@@ -53,9 +53,9 @@ class RuleHit:
 def load_rules(path: Path | None = None) -> list[Rule]:
     path = path or DEFAULT_RULES
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"rules file {path}: cannot read ({exc})") from exc
+        data = load_yaml(read_text(path, what="rules file", error=ConfigError))
+    except YAMLProblem as exc:
+        raise ConfigError(f"rules file {path}: {exc}") from exc
     items = data.get("rules") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise ConfigError(f"rules file {path}: expected a top-level 'rules:' list")

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from seenbefore.errors import InputError
+from seenbefore.parsing import YAMLProblem, load_yaml, read_text
 
 PACKAGED_CASES = Path(__file__).with_name("cases")
 
@@ -84,9 +83,9 @@ def load_cases(directory: Path | None = None) -> list[Case]:
     cases = []
     for path in files:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise InputError(f"case {path}: not valid YAML ({exc})") from exc
+            data = load_yaml(read_text(path, what="case file"))
+        except YAMLProblem as exc:
+            raise InputError(f"case {path}: {exc}") from exc
         cases.append(parse_case(path, data))
     ids = [c.id for c in cases]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

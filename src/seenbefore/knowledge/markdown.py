@@ -6,12 +6,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from seenbefore.knowledge.sections import canonical_section
+from seenbefore.parsing import (
+    FRONT_MATTER_MAX_DEPTH,
+    FRONT_MATTER_MAX_NODES,
+    YAMLProblem,
+    load_yaml,
+)
 from seenbefore.types import Section
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_OPENING = re.compile(r"\A---[ \t]*\r?\n")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^(```|~~~)")
 
@@ -30,24 +35,35 @@ class FrontMatterError(ValueError):
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    match = _FRONT_MATTER.match(text.lstrip("\ufeff"))
+    text = text.lstrip("\ufeff")
+    match = _FRONT_MATTER.match(text)
     if not match:
+        if _OPENING.match(text):
+            raise FrontMatterError(
+                "front matter starts with '---' but has no closing '---' line; add a line "
+                "with only '---' after the last field"
+            )
         raise FrontMatterError(
             "no YAML front matter; the file must start with a '---' line, the fields, and '---'"
         )
     try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise FrontMatterError(f"front matter is not valid YAML{where}") from exc
-    except ValueError as exc:  # e.g. an unquoted impossible date: `date: 2024-13-01`
-        raise FrontMatterError(f"front matter has a value YAML cannot read ({exc})") from exc
+        data = load_yaml(
+            match.group(1) or "",
+            aliases=False,
+            max_nodes=FRONT_MATTER_MAX_NODES,
+            max_depth=FRONT_MATTER_MAX_DEPTH,
+            first_line=2,
+        )
+    except YAMLProblem as exc:
+        raise FrontMatterError(f"front matter: {exc}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise FrontMatterError(f"front matter is a {type(data).__name__}, expected a mapping")
-    return data, text.lstrip("\ufeff")[match.end() :]
+        raise FrontMatterError(
+            f"front matter is a {type(data).__name__}, expected a mapping of fields "
+            "('key: value' lines)"
+        )
+    return data, text[match.end() :]
 
 
 def split_sections(body: str) -> tuple[Section, ...]:

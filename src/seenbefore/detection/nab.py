@@ -9,10 +9,8 @@ and scores them with :mod:`seenbefore.detection.nab_scoring` (standard profile).
 from __future__ import annotations
 
 import csv
-import json
-import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -20,8 +18,22 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.detection import nab_scoring
+from seenbefore.detection.nab_io import NabSeries, parse_timestamp, read_series, read_windows
 from seenbefore.detection.nab_scoring import STANDARD_PROFILE, NabFile, Profile
 from seenbefore.errors import InputError
+
+__all__ = [
+    "FileReport",
+    "NabReport",
+    "NabSeries",
+    "parse_timestamp",
+    "read_series",
+    "read_windows",
+    "result_path",
+    "run_nab",
+    "window_labels",
+    "write_results",
+]
 
 # Standard-profile NAB scores on the 17 realAWSCloudwatch files, for comparison.
 SCOREBOARD_AWS_REOPTIMISED: dict[str, float] = {
@@ -36,19 +48,10 @@ SCOREBOARD_AWS_ALLFILE_THRESHOLDS: dict[str, float] = {"numenta": 73.4, "Random 
 ``shared/data/nab/derived_subset_scores_standard.csv`` (numenta 73.42, randomCutForest 57.56),
 which its README says is derived, not an official NAB number."""
 
-TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f")
 RESULT_HEADER = ("timestamp", "value", "anomaly_score", "label")
 
 ScoreStream = Callable[[npt.NDArray[np.float64], list[datetime]], npt.ArrayLike]
 """A streaming scorer: (values, timestamps) -> one anomaly score in [0, 1] per row."""
-
-
-@dataclass(frozen=True)
-class NabSeries:
-    """One NAB data file: timestamps (increasing; repeats only if allowed) and values."""
-
-    timestamps: list[datetime]
-    values: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -74,93 +77,12 @@ class NabReport:
     perfect_score: float
     normalised: float
     files: tuple[FileReport, ...]
-
-
-def parse_timestamp(text: str, where: str) -> datetime:
-    """``YYYY-MM-DD HH:MM:SS`` with optional ``.ffffff``, no timezone, as NAB writes them."""
-    for fmt in TIMESTAMP_FORMATS:
-        try:
-            return datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-    raise InputError(
-        f"{where}: timestamp {text!r} is not 'YYYY-MM-DD HH:MM:SS[.ffffff]'; "
-        "write timestamps the way NAB's data files do"
-    )
-
-
-def read_series(path: Path, *, allow_repeated_timestamps: bool = False) -> NabSeries:
-    """Read a NAB data file; strict about its header, values and timestamp order.
-
-    Timestamps must increase; a repeated one is an error unless ``allow_repeated_timestamps``
-    (NAB's own corpus repeats ``2014-03-09 03:00:00`` twelve times in two realAWSCloudwatch
-    files, a daylight-saving gap, and NAB keeps those rows; its scores count them)."""
-    if not path.is_file():
-        raise InputError(f"NAB data file {path} does not exist; check the data directory")
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
-    if not rows:
-        raise InputError(f"{path}: file is empty; expected a 'timestamp,value' header and rows")
-    header = [cell.strip() for cell in rows[0]]
-    if header[:2] != ["timestamp", "value"]:
-        raise InputError(
-            f"{path}: header is {rows[0]!r}; NAB files start with 'timestamp,value'; fix the header"
-        )
-    if len(rows) == 1:
-        raise InputError(f"{path}: header only, no rows; a NAB file needs at least one row")
-    timestamps: list[datetime] = []
-    values = np.empty(len(rows) - 1, dtype=np.float64)
-    for n, row in enumerate(rows[1:]):
-        where = f"{path}:{n + 2}"
-        if len(row) < 2:
-            raise InputError(f"{where}: row {row!r} has no value; expected 'timestamp,value'")
-        stamp = parse_timestamp(row[0].strip(), where)
-        try:
-            value = float(row[1])
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
-            raise InputError(
-                f"{where}: value {row[1]!r} is not a finite number; fix or drop the row"
-            )
-        if timestamps and stamp < timestamps[-1]:
-            raise InputError(
-                f"{where}: timestamp {row[0]!r} comes before the previous row's; timestamps "
-                "must increase; sort the file"
-            )
-        if timestamps and stamp == timestamps[-1] and not allow_repeated_timestamps:
-            raise InputError(
-                f"{where}: timestamp {row[0]!r} repeats the previous row's; timestamps must be "
-                "unique; drop the duplicate rows, or pass allow_repeated_timestamps=True to "
-                "keep them as NAB does"
-            )
-        timestamps.append(stamp)
-        values[n] = value
-    return NabSeries(timestamps=timestamps, values=values)
-
-
-def read_windows(labels_path: Path) -> dict[str, list[tuple[datetime, datetime]]]:
-    """Read ``combined_windows.json``: ``{"<category>/<file>.csv": [[start, end], ...]}``."""
-    if not labels_path.is_file():
-        raise InputError(
-            f"NAB labels file {labels_path} does not exist; pass labels/combined_windows.json"
-        )
-    try:
-        raw = json.loads(labels_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{labels_path}: not valid JSON ({exc}); fix the labels file") from exc
-    if not isinstance(raw, dict):
-        raise InputError(f"{labels_path}: top level is {type(raw).__name__}, expected an object")
-    windows: dict[str, list[tuple[datetime, datetime]]] = {}
-    for key, pairs in raw.items():
-        where = f"{labels_path} [{key}]"
-        if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(t, str) for t in p)
-            for p in pairs
-        ):
-            raise InputError(f"{where}: expected a list of [start, end] timestamp strings")
-        windows[key] = [(parse_timestamp(a, where), parse_timestamp(b, where)) for a, b in pairs]
-    return windows
+    skipped: tuple[tuple[str, str], ...] = ()
+    """Files that could not be read or scored (repair mode): (relative path, why)."""
+    repairs: tuple[tuple[str, str], ...] = ()
+    """Files that were repaired: (relative path, one line saying what was done)."""
+    scored: tuple[NabFile, ...] = field(default=(), repr=False)
+    """The scored files themselves, for re-scoring by category or under other profiles."""
 
 
 def result_path(out_dir: Path, detector: str, relative_path: str) -> Path:
@@ -210,22 +132,31 @@ def _data_files(data_dir: Path, labelled: Collection[str]) -> list[str]:
     return chosen
 
 
+FileEvent = Callable[[str, str], None]
+"""Progress callback: (relative path, what happened: 'start', 'done', 'skipped: ...')."""
+
+
 def run_nab(
     data_dir: Path,
     labels_path: Path,
-    out_dir: Path,
+    out_dir: Path | None,
     score_stream: ScoreStream,
     detector_name: str,
     *,
     files: Sequence[str] | None = None,
     profile: Profile = STANDARD_PROFILE,
     allow_repeated_timestamps: bool = False,
+    repair: bool = False,
+    on_file: FileEvent | None = None,
 ) -> NabReport:
     """Score every labelled file under ``data_dir`` (or just ``files``, relative paths like
-    the label keys), write result files under ``out_dir`` and score them the NAB way.
+    the label keys), write result files under ``out_dir`` (unless it is ``None``) and score
+    them the NAB way.
 
-    NAB's realAWSCloudwatch files need ``allow_repeated_timestamps=True`` (see
-    :func:`read_series`)."""
+    Strict by default: the first bad file raises. With ``repair`` every file is read with the
+    documented repairs (:mod:`seenbefore.detection.nab_io`); a file that still cannot be read
+    or scored is reported in ``skipped`` and the run goes on. Bad detector output always
+    raises: that is a detector bug, not a data problem."""
     if not detector_name or "/" in detector_name or "\\" in detector_name:
         raise InputError(
             f"detector name {detector_name!r} is empty or has a path separator; it names a "
@@ -243,21 +174,66 @@ def run_nab(
         raise InputError("no files to score; pass at least one labelled NAB file")
     scored: list[NabFile] = []
     paths: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    repairs: list[tuple[str, str]] = []
+    notify = on_file or (lambda rel, what: None)
     for rel in chosen:
-        series = read_series(data_dir / rel, allow_repeated_timestamps=allow_repeated_timestamps)
+        notify(rel, "start")
+        try:
+            series = read_series(
+                data_dir / rel, allow_repeated_timestamps=allow_repeated_timestamps, repair=repair
+            )
+            # the scorer maps window edges to rows: check now, before the detector runs
+            nab_scoring.check_windows(rel, series.timestamps, windows[rel])
+        except InputError as exc:
+            if not repair:
+                raise
+            skipped.append((rel, str(exc)))
+            notify(rel, f"skipped: {exc}")
+            continue
+        if series.repairs:
+            repairs.append((rel, "; ".join(series.repairs)))
         scores = nab_scoring.check_scores(
             f"{rel} (detector {detector_name!r})",
             len(series.values),
             score_stream(series.values.copy(), list(series.timestamps)),
         )
-        path = result_path(out_dir, detector_name, rel)
-        write_results(path, series, scores, window_labels(series.timestamps, windows[rel]))
+        path = result_path(out_dir, detector_name, rel) if out_dir is not None else Path(rel)
+        if out_dir is not None:
+            write_results(path, series, scores, window_labels(series.timestamps, windows[rel]))
         scored.append(NabFile(rel, series.timestamps, scores, windows[rel]))
         paths.append(path)
-    return _report(detector_name, profile, scored, paths)
+        notify(rel, "done")
+    if not scored:
+        raise InputError(
+            f"none of the {len(chosen)} files could be read: "
+            + "; ".join(f"{rel}: {why}" for rel, why in skipped[:3])
+        )
+    report = score_report(detector_name, profile, scored, paths)
+    return NabReport(
+        **{k: getattr(report, k) for k in _REPORT_FIELDS},
+        skipped=tuple(skipped),
+        repairs=tuple(repairs),
+        scored=tuple(scored),
+    )
 
 
-def _report(detector: str, profile: Profile, scored: list[NabFile], paths: list[Path]) -> NabReport:
+_REPORT_FIELDS = (
+    "detector",
+    "profile",
+    "threshold",
+    "raw_score",
+    "null_score",
+    "perfect_score",
+    "normalised",
+    "files",
+)
+
+
+def score_report(
+    detector: str, profile: Profile, scored: Sequence[NabFile], paths: Sequence[Path]
+) -> NabReport:
+    """Score files together the NAB way: one threshold optimised over all of them."""
     threshold, _ = nab_scoring.optimise_threshold(scored, profile)
     scores = nab_scoring.score_files(scored, threshold, profile)
     reports: list[FileReport] = []
@@ -278,4 +254,5 @@ def _report(detector: str, profile: Profile, scored: list[NabFile], paths: list[
         perfect_score=perfect,
         normalised=nab_scoring.normalise(raw, null, perfect),
         files=tuple(reports),
+        scored=tuple(scored),
     )

@@ -53,6 +53,10 @@ class Profile:
 
 
 STANDARD_PROFILE = Profile(name="standard", a_tp=1.0, a_fp=-0.11, a_fn=-1.0)
+REWARD_LOW_FP = Profile(name="reward_low_FP_rate", a_tp=1.0, a_fp=-0.22, a_fn=-1.0)
+REWARD_LOW_FN = Profile(name="reward_low_FN_rate", a_tp=1.0, a_fp=-0.11, a_fn=-2.0)
+PROFILES: dict[str, Profile] = {p.name: p for p in (STANDARD_PROFILE, REWARD_LOW_FP, REWARD_LOW_FN)}
+"""NAB's three application profiles (``config/profiles.json``)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,11 @@ def _window_indices(
             )
         spans.append((left, right))
     return spans
+
+
+def check_windows(name: str, timestamps: Sequence[Hashable], windows: Sequence[Window]) -> None:
+    """InputError unless every window edge is on exactly one row and windows are in order."""
+    _window_indices(name, timestamps, windows)
 
 
 def _sweep(

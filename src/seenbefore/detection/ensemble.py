@@ -1,0 +1,119 @@
+"""A small streaming ensemble: several cheap detectors of different kinds, each calibrated,
+combined, then quietened after each alert.
+
+1. every member scores the series online (:mod:`seenbefore.detection.detectors`);
+2. continuous members go through the anomaly likelihood (:mod:`.likelihood`: how improbable
+   their recent raw scores are against their own past, on NAB's log scale); binary members
+   (``direct``) already say "never seen before" and are kept as they are;
+3. the calibrated scores are combined (``max`` or ``mean``);
+4. after a row whose combined score reaches ``fire``, the next ``rest`` rows are multiplied
+   by ``damp`` (CAD OSE and the HTM likelihood filter do the same: NAB credits only the first
+   detection in a window and charges every false one).
+
+Each step reads rows <= t only, so appending rows never changes earlier scores (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from seenbefore.detection.detectors import REGISTRY
+from seenbefore.detection.detectors.base import StreamDetector
+from seenbefore.detection.features import Array
+from seenbefore.detection.likelihood import AnomalyLikelihood
+from seenbefore.errors import InputError
+
+DEFAULT_MEMBERS = ("spatial", "sequence", "entropy", "robust_z")
+def _max(stacked: Array) -> Array:
+    return np.asarray(stacked.max(axis=0), dtype=np.float64)
+
+
+def _mean(stacked: Array) -> Array:
+    return np.asarray(stacked.mean(axis=0), dtype=np.float64)
+
+
+COMBINERS: dict[str, Callable[[Array], Array]] = {"max": _max, "mean": _mean}
+
+
+def rest_after_fire(scores: Array, *, fire: float, rest: int, damp: float) -> Array:
+    """Scale the ``rest`` rows after each row that reaches ``fire`` by ``damp``; the rows
+    that are scaled down cannot fire themselves (past-only, one pass)."""
+    out = np.asarray(scores, dtype=np.float64).copy()
+    if rest <= 0:
+        return out
+    quiet_until = -1
+    for t in np.flatnonzero(out >= fire).tolist():
+        if t <= quiet_until:
+            continue
+        stop = min(len(out), t + rest + 1)
+        out[t + 1 : stop] *= damp
+        quiet_until = t + rest
+    return out
+
+
+class StreamingEnsemble(StreamDetector):
+    """Members by name (see ``detectors.REGISTRY``); ``member_params`` maps a name to its
+    keyword parameters; ``probation`` is passed to members that take one and sets the
+    likelihood's learning/estimation split (half each, as NAB's HTM detector does)."""
+
+    def __init__(
+        self,
+        *,
+        probation: int = 750,
+        members: Sequence[str] = DEFAULT_MEMBERS,
+        direct: Sequence[str] = ("spatial", "entropy"),
+        member_params: Mapping[str, Mapping[str, Any]] | None = None,
+        combine: str = "max",
+        averaging_window: int = 10,
+        history: int = 8640,
+        fire: float = 0.5,
+        rest: int | None = None,
+        damp: float = 0.0,
+    ) -> None:
+        self.probation = probation
+        self.members = members
+        self.direct = direct
+        self.member_params = member_params
+        self.combine = combine
+        self.averaging_window = averaging_window
+        self.history = history
+        self.fire = fire
+        self.rest = rest
+        self.damp = damp
+
+    def _member(self, name: str) -> StreamDetector:
+        if name not in REGISTRY:
+            raise InputError(
+                f"unknown ensemble member {name!r}; known: {', '.join(sorted(REGISTRY))}"
+            )
+        cls = REGISTRY[name]
+        params = dict((self.member_params or {}).get(name, {}))
+        if "probation" in cls().get_params():
+            params.setdefault("probation", self.probation)
+        return cls(**params)
+
+    def calibrate(self, name: str, raw: Array, x: Array) -> Array:
+        """One member's raw scores on a common scale in [0, 1]."""
+        if name in self.direct:
+            return raw
+        likelihood = AnomalyLikelihood.for_probation(
+            self.probation, averaging_window=self.averaging_window, history=self.history
+        )
+        return likelihood.fit(raw, values=x).score_
+
+    def _scores(self, x: Array) -> Array:
+        if self.combine not in COMBINERS:
+            raise InputError(f"combine is {self.combine!r}; use one of {', '.join(COMBINERS)}")
+        if not self.members:
+            raise InputError("the ensemble has no members; name at least one detector")
+        raw = {name: self._member(name).fit(x).scores_ for name in self.members}
+        calibrated = {name: self.calibrate(name, r, x) for name, r in raw.items()}
+        self.raw_ = raw
+        self.components_ = calibrated
+        stacked = np.vstack([calibrated[name] for name in self.members])
+        combined = COMBINERS[self.combine](stacked)
+        rest = self.probation // 5 if self.rest is None else self.rest
+        return rest_after_fire(combined, fire=self.fire, rest=rest, damp=self.damp)

@@ -16,6 +16,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[neural,server,postgres,eval,dev]'
+	$(BIN)/seenbefore embedder export
 	touch $(STAMP)
 
 install: $(STAMP)

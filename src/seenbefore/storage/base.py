@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import NotFoundError
+from seenbefore.storage.supersession import SupersedeRow
 from seenbefore.types import (
     Chunk,
     Postmortem,
@@ -130,6 +131,11 @@ class Store(Protocol):
     def chunk_rows(self) -> ChunkRows: ...
 
     def document_rows(self) -> DocumentRows: ...
+
+    def supersede_rows(self) -> list[SupersedeRow]:
+        """Every document's declared status, tier, ``supersedes`` and date, across every tier
+        (``Supersession.build`` answers per caller from them)."""
+        ...
 
     def get_json(self, key: str) -> Any: ...
 

@@ -314,12 +314,39 @@ def load_vectors(
     bump(conn)
 
 
+def superseder(conn: Conn, doc_id: str, tiers: Sequence[str]) -> str | None:
+    """The newest current document in ``tiers`` that supersedes ``doc_id`` (the order of
+    :func:`refresh_supersession`); row-level security limits the read to them as well."""
+    row = conn.execute(
+        "SELECT s.id FROM documents s WHERE s.supersedes = %s AND s.status = 'current'"
+        ' AND s.access_tier = ANY (%s) ORDER BY s.date DESC NULLS LAST, s.id COLLATE "C" LIMIT 1',
+        (doc_id, list(tiers)),
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+# current for a caller holding the tiers in the one parameter (storage/supersession.py)
+_CURRENT_FOR = (
+    "(d.status = 'current' AND NOT EXISTS (SELECT 1 FROM documents s WHERE s.supersedes = d.id"
+    " AND s.status = 'current' AND s.access_tier = ANY (%s)))"
+)
+
+
+def superseded_for(conn: Conn, tiers: Sequence[str]) -> list[str]:
+    """Ids of documents in ``tiers`` that are superseded for a caller holding them."""
+    rows = conn.execute(
+        f"SELECT d.id FROM documents d WHERE d.access_tier = ANY (%s) AND NOT {_CURRENT_FOR}",
+        (list(tiers), list(tiers)),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def read_stats(conn: Conn, visible: list[str], path: str) -> StoreStats:
     docs = conn.execute(
-        "SELECT count(*), count(*) FILTER (WHERE effective_status = 'current'),"
-        " count(*) FILTER (WHERE effective_status = 'superseded') FROM documents"
-        " WHERE access_tier = ANY (%s)",
-        (visible,),
+        f"SELECT count(*), count(*) FILTER (WHERE {_CURRENT_FOR}),"
+        f" count(*) FILTER (WHERE NOT {_CURRENT_FOR}) FROM documents d"
+        " WHERE d.access_tier = ANY (%s)",
+        (visible, visible, visible),
     ).fetchone() or (0, 0, 0)
     chunks = conn.execute(
         "SELECT count(*) FROM chunks WHERE access_tier = ANY (%s)", (visible,)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from seenbefore.storage.base import (
     visible_document,
 )
 from seenbefore.storage.pg_pool import Conn, Database, PgOptions, ServerInfo
+from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import (
     Chunk,
     Postmortem,
@@ -193,8 +195,43 @@ class PostgresStore(JsonSettings):
         self._db.run(write, tiers=None, write=True)
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        docs = self._db.run(lambda c: pgrows.documents(c, [doc_id]), tiers=tuple(tiers))
-        return visible_document(docs, doc_id, tiers)
+        """The document as a caller holding ``tiers`` sees it (read under those tiers): its
+        supersession counts only superseders in them (storage/supersession.py)."""
+        visible = tuple(tiers)
+
+        def read(conn: Conn) -> dict[str, StoredDocument]:
+            docs = pgrows.documents(conn, [doc_id])
+            doc = docs.get(doc_id)
+            if doc is None or not doc.superseded_by:
+                return docs
+            return {doc_id: as_seen(doc, pgrows.superseder(conn, doc_id, visible))}
+
+        return visible_document(self._db.run(read, tiers=visible), doc_id, tiers)
+
+    def supersede_rows(self) -> list[SupersedeRow]:
+        rows = self._db.run(
+            lambda c: c.execute(
+                "SELECT id, status, access_tier, supersedes, date FROM documents"
+            ).fetchall(),
+            tiers=None,
+        )
+        return [
+            SupersedeRow(r[0], r[1], r[2], r[3], r[4].isoformat() if r[4] else None) for r in rows
+        ]
+
+    def _as_seen(self, filters: SearchFilters) -> SearchFilters:
+        """Filters that leave out what is superseded for the caller (chunks' ``is_current``
+        counts superseders of every tier, so the caller's superseded ids are excluded)."""
+        if filters.include_superseded or not filters.tiers:
+            return filters
+        hidden = self._db.run(
+            lambda c: pgrows.superseded_for(c, filters.tiers), tiers=filters.tiers
+        )
+        return replace(
+            filters,
+            include_superseded=True,
+            exclude_ids=tuple(sorted({*filters.exclude_ids, *hidden})),
+        )
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -340,7 +377,7 @@ class PostgresStore(JsonSettings):
     ) -> list[ChunkHit]:
         """Full-text search (``ts_rank_cd``, not BM25) over chunks of documents that pass
         ``filters``; best chunk per document, best first. Runs with the filter's tiers only."""
-        return pg_search.keyword_hits(self._db, terms, filters, limit)
+        return pg_search.keyword_hits(self._db, terms, self._as_seen(filters), limit)
 
     def dense_search(
         self, vector: npt.NDArray[np.float32], filters: SearchFilters, limit: int
@@ -349,7 +386,7 @@ class PostgresStore(JsonSettings):
         ``limit`` documents; ``score`` is the cosine similarity. Runs with the filter's tiers."""
         if self.embedder_info() is None:
             return []
-        return pg_search.nearest(self._db, vector, filters, limit)
+        return pg_search.nearest(self._db, vector, self._as_seen(filters), limit)
 
     def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(chunks in the store, chunks containing each term) across every tier, for IDF."""

@@ -7,6 +7,19 @@ from typing import Any
 from seenbefore.types import SearchFilters
 
 
+def current_sql(tiers: tuple[str, ...], *, alias: str = "d") -> tuple[str, list[Any]]:
+    """True for a document that is current *for a caller holding* ``tiers``: not declared
+    superseded, and no current document in those tiers supersedes it (storage/supersession.py).
+    The stored ``effective_status`` counts superseders of every tier, so it is not used."""
+    marks = ",".join("?" * len(tiers)) or "NULL"
+    return (
+        f"({alias}.status = 'current' AND NOT EXISTS (SELECT 1 FROM documents sup"
+        f" WHERE sup.supersedes = {alias}.id AND sup.status = 'current'"
+        f" AND sup.access_tier IN ({marks})))",
+        list(tiers),
+    )
+
+
 def filter_sql(filters: SearchFilters, *, alias: str = "d") -> tuple[str, list[Any]]:
     """A WHERE clause over the documents table (aliased ``alias``) and its parameters.
 
@@ -20,7 +33,9 @@ def filter_sql(filters: SearchFilters, *, alias: str = "d") -> tuple[str, list[A
     else:
         clauses.append("0")
     if not filters.include_superseded:
-        clauses.append(f"{alias}.effective_status = 'current'")
+        current, tier_params = current_sql(filters.tiers, alias=alias)
+        clauses.append(current)
+        params.extend(tier_params)
     if filters.services:
         clauses.append(
             f"EXISTS (SELECT 1 FROM document_services ds WHERE ds.doc_id = {alias}.id"

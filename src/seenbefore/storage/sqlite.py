@@ -31,7 +31,8 @@ from seenbefore.storage.base import (
     visible_document,
 )
 from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
-from seenbefore.storage.sqlfilters import filter_sql
+from seenbefore.storage.sqlfilters import current_sql, filter_sql
+from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import (
     Chunk,
     Postmortem,
@@ -265,7 +266,25 @@ class SQLiteStore(JsonSettings):
                 _refresh_supersession(conn, [row["supersedes"]])
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        return visible_document(self.documents_meta([doc_id]), doc_id, tiers)
+        """The document as a caller holding ``tiers`` sees it: its supersession counts only
+        superseders in those tiers (storage/supersession.py)."""
+        doc = visible_document(self.documents_meta([doc_id]), doc_id, tiers)
+        if not doc.superseded_by:
+            return doc  # no link at all, from any tier
+        marks = ",".join("?" * len(tiers))
+        rows = self._read(
+            "SELECT s.id FROM documents s WHERE s.supersedes = ? AND s.status = 'current'"
+            f" AND s.access_tier IN ({marks}) ORDER BY s.date DESC, s.id LIMIT 1",
+            [doc_id, *tiers],
+        )
+        return as_seen(doc, rows[0][0] if rows else None)
+
+    def supersede_rows(self) -> list[SupersedeRow]:
+        """Every document's declared status, tier, ``supersedes`` and date (every tier)."""
+        return [
+            SupersedeRow(r[0], r[1], r[2], r[3], r[4])
+            for r in self._read("SELECT id, status, access_tier, supersedes, date FROM documents")
+        ]
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -467,10 +486,11 @@ class SQLiteStore(JsonSettings):
         marks = ",".join("?" * len(tiers)) or "NULL"
         visible = f"access_tier IN ({marks})"
         t = list(tiers)
+        current, current_params = current_sql(tuple(tiers))
         row = self._read(
-            f"SELECT count(*), sum(effective_status = 'current'),"
-            f" sum(effective_status = 'superseded') FROM documents WHERE {visible}",
-            t,
+            f"SELECT count(*), sum(c), count(*) - sum(c) FROM (SELECT {current} AS c"
+            f" FROM documents d WHERE d.{visible})",
+            [*current_params, *t],
         )[0]
         chunks = self._read(
             f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.{visible}",

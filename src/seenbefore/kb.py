@@ -145,10 +145,38 @@ class KnowledgeBase:
         mapping: FieldMapping | None = None,
         progress: Progress | None = None,
         embed_progress: EmbedProgress | None = None,
+        replace: bool = False,
     ) -> IngestReport:
-        report = self.ingestor(mapping=mapping, progress=progress).ingest(paths, prune=prune)
+        ingestor = self.ingestor(mapping=mapping, progress=progress)
+        report = ingestor.ingest(paths, prune=prune, replace=replace)
         self.maybe_refit_lsa(embed_progress)
+        self.maybe_self_calibrate()
         return report
+
+    def maybe_self_calibrate(self, *, force: bool = False) -> dict[str, Any] | None:
+        """Refit gate, confidence and novelty threshold from the KB's own documents when it
+        changed materially (or ``force``); see evaluation/selfcal.py."""
+        from seenbefore.evaluation.selfcal import maybe_self_calibrate
+
+        return maybe_self_calibrate(self, force=force)
+
+    def self_calibration(self) -> dict[str, Any]:
+        """Which confidence model is live, fitted on what, with its held-out figures."""
+        record = self.store.get_json("self_calibration") or {}
+        out: dict[str, Any] = {
+            "live": record.get("live", "shipped defaults (never self-calibrated)"),
+            "reason": record.get("reason", "no self-calibration record: run `seenbefore reindex`"),
+            "documents": record.get("documents"),
+        }
+        for key, mode in (record.get("modes") or {}).items():
+            if key != "gate":
+                out[key] = {
+                    "kept": mode.get("kept"),
+                    "held_out": mode.get("held_out"),
+                    "default_held_out": mode.get("default_held_out"),
+                    "threshold": (mode.get("model") or {}).get("threshold"),
+                }
+        return out
 
     def lsa_staleness(self) -> float | None:
         """Chunks changed since the LSA fit, as a fraction of the chunks it was fitted on."""
@@ -207,6 +235,7 @@ class KnowledgeBase:
             )
         self.store.replace_vectors(embedder.name, rows.ids.tolist(), matrix)
         self._embedder, self._embedder_loaded, self._index = embedder, True, None
+        self.maybe_self_calibrate(force=True)
         return {"embedder": embedder.name, "chunks": len(rows.texts)}
 
     # -- reading --------------------------------------------------------------------------
@@ -232,7 +261,9 @@ class KnowledgeBase:
 
     def gate(self) -> GateDecision:
         family = self.dense_family()
-        measured = (self.store.get_json("fusion_weights") or {}).get(family)
+        measured = (self.store.get_json("fusion_weights") or {}).get(family) or _self_gate(
+            self.store.get_json("self_calibration"), family
+        )
         default = shipped_defaults()["fusion"].get(family)
         recorded = self.store.embedder_info()
         if family == "none":
@@ -260,7 +291,12 @@ class KnowledgeBase:
 
     def confidence_model(self, key: str) -> ConfidenceModel | None:
         fitted = (self.store.get_json("confidence_models") or {}).get(key)
-        data = fitted or shipped_defaults()["confidence"].get(key)
+        own = ((self.store.get_json("self_calibration") or {}).get("modes") or {}).get(key) or {}
+        data = (
+            fitted
+            or (own.get("model") if own.get("kept") else None)
+            or shipped_defaults()["confidence"].get(key)
+        )
         return ConfidenceModel.from_dict(data) if data else None
 
     def search(
@@ -303,6 +339,11 @@ class KnowledgeBase:
         )
         result = retriever.search(text, view.search_filters(filters), options)
         result.details["confidence_model_key"] = key
+        if confidence is not None:
+            result.details["confidence_model_fit"] = {
+                "threshold": confidence.threshold,
+                "held_out": dict(confidence.metrics).get("held_out"),
+            }
         return result
 
     def _anomaly_options(self, options: SearchOptions) -> SearchOptions:
@@ -346,6 +387,14 @@ class KnowledgeBase:
             "lsa_staleness": self.lsa_staleness(),
             "lsa_refit_fraction": self.settings.lsa_refit_fraction,
         }
+
+
+def _self_gate(record: dict[str, Any] | None, family: str) -> dict[str, Any] | None:
+    """The dense weight self-calibration measured for ``family`` (None when it did not)."""
+    gate = ((record or {}).get("modes") or {}).get("gate")
+    if not gate or record is None or record.get("family") != family:
+        return None
+    return {"dense": gate["dense"], "source": gate["source"]}
 
 
 def _weights(data: dict[str, Any]) -> FusionWeights:

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SIGNALS: tuple[str, ...] = (
-    "sparse_coverage",  # share of the query's IDF mass found in the top hit's best chunk
+    "sparse_coverage",  # share of the query's IDF mass found in the top document (whole text)
+    "passage_coverage",  # the same share in the top document's best chunk
+    "phrase_coverage",  # the same share of the query's word pairs, in the top document
     "sparse_margin",  # (s1 - s2) / s1 of BM25 scores
     "dense_cosine",  # cosine of the top hit's best chunk (0 when dense is off)
     "dense_margin",  # c1 - c2 of cosines

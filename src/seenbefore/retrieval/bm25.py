@@ -1,12 +1,15 @@
-"""An in-memory BM25 index over chunks: a CSC matrix of BM25 term weights built from the store.
+"""In-memory BM25 indexes: a CSC matrix of BM25 term weights built from the store.
 
-Scoring a query adds up the columns of its terms, skipping rows the caller may not see, so
-filtered-out chunks are never scored. IDF statistics are corpus-wide (as in SQLite FTS5).
+Rows are chunks (best-passage evidence) or whole documents (BM25F over fields: the front matter
+-- title, type, services, tags, signals -- and the body, each length-normalised on its own and
+weighted; Robertson & Zaragoza 2009). Scoring a query adds up the columns of its terms, skipping
+rows the caller may not see, so filtered-out rows are never scored. IDF is corpus-wide.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Sequence
 from functools import lru_cache
@@ -15,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.retrieval.tokenize import tokenize
+from seenbefore.retrieval.tokenize import STOPWORDS, tokenize
 
 K1 = 1.2
 B = 0.75
@@ -29,11 +32,22 @@ def _stemmer() -> object:
     return Stemmer.Stemmer("english")
 
 
-def analyse(text: str, *, stem: bool) -> list[str]:
+def analyse(text: str, *, stem: bool, ngram: int = 1) -> list[str]:
+    """Index terms of ``text``: word tokens (``ngram`` 1), or adjacent pairs of its content
+    words, stop words skipped (``ngram`` 2: "error rates", "us east"), the same on both sides."""
     tokens = tokenize(text)
+    if ngram == 2:
+        tokens = [t for t in tokens if t not in STOPWORDS]
     if stem:
-        return list(_stemmer().stemWords(tokens))  # type: ignore[attr-defined]
+        tokens = list(_stemmer().stemWords(tokens))  # type: ignore[attr-defined]
+    if ngram == 2:
+        return [f"{a} {b}" for a, b in itertools.pairwise(tokens)]
     return tokens
+
+
+def phrases(text: str, *, stem: bool, max_terms: int = 64) -> list[str]:
+    """Distinct word pairs of a query, in first-seen order (see ``analyse``)."""
+    return list(dict.fromkeys(analyse(text, stem=stem, ngram=2)))[:max_terms]
 
 
 class BM25Index:
@@ -49,6 +63,7 @@ class BM25Index:
         n_rows: int,
         *,
         stem: bool,
+        ngram: int = 1,
     ) -> None:
         self.vocabulary = vocabulary
         self.idf = idf
@@ -57,6 +72,7 @@ class BM25Index:
         self.weights = weights
         self.n_rows = n_rows
         self.stem = stem
+        self.ngram = ngram
 
     @classmethod
     def build(
@@ -91,8 +107,67 @@ class BM25Index:
         np.cumsum(df.astype(np.int64), out=indptr[1:])
         return cls(vocabulary, idf, indptr, rows[order], weights[order], n, stem=stem)
 
+    @classmethod
+    def build_fields(
+        cls,
+        docs: Sequence[Sequence[str]],
+        field_weights: Sequence[float],
+        *,
+        stem: bool = False,
+        k1: float = K1,
+        b: float = B,
+        ngram: int = 1,
+    ) -> BM25Index:
+        """BM25F with one row per document: ``docs[i][f]`` is field ``f`` of document ``i``.
+
+        pseudo-tf = sum_f w_f * tf_f / (1 - b + b * len_f / avg_len_f);
+        weight = idf * pseudo-tf * (k1 + 1) / (k1 + pseudo-tf), idf over documents."""
+        n_fields = len(field_weights)
+        vocabulary: dict[str, int] = {}
+        per_field: list[list[dict[int, int]]] = []
+        lengths = np.zeros((len(docs), n_fields), dtype=np.float64)
+        for row, fields in enumerate(docs):
+            if len(fields) != n_fields:
+                raise ValueError(f"document {row} has {len(fields)} fields, expected {n_fields}")
+            counted = []
+            for f, text in enumerate(fields):
+                tokens = analyse(text, stem=stem, ngram=ngram)
+                lengths[row, f] = len(tokens)
+                counts: dict[int, int] = {}
+                for token in tokens:
+                    col = vocabulary.setdefault(token, len(vocabulary))
+                    counts[col] = counts.get(col, 0) + 1
+                counted.append(counts)
+            per_field.append(counted)
+        avg = lengths.mean(axis=0) if len(docs) else np.ones(n_fields)
+        avg[avg == 0] = 1.0
+        doc_rows: list[int] = []
+        term_cols: list[int] = []
+        pseudo: list[float] = []
+        for row, counted in enumerate(per_field):
+            merged: dict[int, float] = {}
+            for f, counts in enumerate(counted):
+                norm = field_weights[f] / (1.0 - b + b * lengths[row, f] / avg[f])
+                for col, count in counts.items():
+                    merged[col] = merged.get(col, 0.0) + count * norm
+            doc_rows.extend([row] * len(merged))
+            term_cols.extend(merged.keys())
+            pseudo.extend(merged.values())
+        n = len(docs)
+        cols = np.asarray(term_cols, dtype=np.int64)
+        rows = np.asarray(doc_rows, dtype=np.int32)
+        tf = np.asarray(pseudo, dtype=np.float64)
+        df = np.bincount(cols, minlength=len(vocabulary)).astype(np.float64)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        weights = (idf[cols] * tf * (k1 + 1.0) / (tf + k1)).astype(np.float32)
+        order = np.lexsort((rows, cols))
+        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(df.astype(np.int64), out=indptr[1:])
+        return cls(vocabulary, idf, indptr, rows[order], weights[order], n, stem=stem, ngram=ngram)
+
     def term_ids(self, terms: Sequence[str]) -> list[int]:
-        analysed = analyse(" ".join(terms), stem=self.stem) if self.stem else list(terms)
+        stemmed = self.stem and self.ngram == 1  # phrases arrive analysed (``phrases``)
+        analysed = analyse(" ".join(terms), stem=True) if stemmed else list(terms)
         return list(dict.fromkeys(self.vocabulary[t] for t in analysed if t in self.vocabulary))
 
     def scores(
@@ -123,11 +198,13 @@ class BM25Index:
         return found / total if total else 0.0
 
     # -- persistence (no pickle) ------------------------------------------------------------
-    def save(self, path: Path, generation: int) -> None:
+    def save(self, path: Path, generation: int, tag: str = "") -> None:
         meta = {
             "format": FORMAT,
             "generation": generation,
+            "tag": tag,
             "stem": self.stem,
+            "ngram": self.ngram,
             "n_rows": self.n_rows,
             "vocabulary": self.vocabulary,
         }
@@ -145,12 +222,13 @@ class BM25Index:
         tmp.replace(path)  # atomic: a reader sees the old file or the new one
 
     @classmethod
-    def load(cls, path: Path) -> tuple[BM25Index, int] | None:
-        """(index, generation), or None when the file is missing or unreadable."""
+    def load(cls, path: Path, tag: str = "") -> tuple[BM25Index, int] | None:
+        """(index, generation), or None when the file is missing, unreadable or was saved with
+        another ``tag`` (what it indexes: chunks, or documents with given field weights)."""
         try:
             with np.load(path, allow_pickle=False) as npz:
                 meta = json.loads(npz["meta"].tobytes().decode())
-                if meta.get("format") != FORMAT:
+                if meta.get("format") != FORMAT or meta.get("tag", "") != tag:
                     return None
                 index = cls(
                     meta["vocabulary"],
@@ -160,6 +238,7 @@ class BM25Index:
                     npz["weights"],
                     int(meta["n_rows"]),
                     stem=bool(meta["stem"]),
+                    ngram=int(meta.get("ngram", 1)),
                 )
                 return index, int(meta["generation"])
         except (OSError, ValueError, KeyError):

@@ -1,7 +1,9 @@
 """In-memory view of the store for fast filtered search, rebuilt when the store's generation moves.
 
 Chunks are grouped by document, so per-document best scores are one ``np.maximum.reduceat``;
-filters are document-level boolean masks, applied before any scoring.
+filters are document-level boolean masks, applied before any scoring. Beside the chunk index
+sits a document index (BM25F, one row per document: front-matter field and body field), which
+ranks documents by all of their text; chunk scores stay the best-passage evidence.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +24,13 @@ from seenbefore.storage.base import Store
 from seenbefore.types import SearchFilters
 
 log = logging.getLogger(__name__)
+
+# BM25F field weights (front matter: title, type, services, tags, signals; body). Measured by
+# benchmarks/realtext.py on the AWS events, graphrca and the sample KB's golden cases.
+FIELD_WEIGHTS = (2.0, 1.0)
+# weight of the word-pair (phrase) BM25F score added to the word score when ranking documents
+PHRASE_WEIGHT = 1.0
+MAX_OVERLAP_WORDS = 200
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float32]
@@ -38,6 +48,8 @@ class CorpusIndex:
     chunk_doc: npt.NDArray[np.int64]  # document position of each chunk (grouped)
     doc_starts: npt.NDArray[np.int64]  # first chunk position of each document
     bm25: BM25Index
+    doc_bm25: BM25Index | None = None  # one row per document (BM25F over front matter + body)
+    doc_phrases: BM25Index | None = None  # the same over adjacent content-word pairs
     signals: SignalIndex | None = None  # the postmortems' recorded signals (structured retrieval)
     dense: FloatArray | None = None  # rows aligned with chunk_ids (zeros where missing)
     has_vector: BoolArray | None = None
@@ -81,6 +93,10 @@ class CorpusIndex:
             bm25 = BM25Index.build(chunks.texts, stem=stem)
             if bm25_path is not None:
                 bm25.save(bm25_path, generation)
+        doc_bm25, doc_phrases = (
+            _document_index(chunks.texts, starts, generation, stem, bm25_path, ngram)
+            for ngram in (1, 2)
+        )
         services: dict[str, BoolArray] = {}
         for i, names in enumerate(docs.services):
             for name in names:
@@ -99,6 +115,8 @@ class CorpusIndex:
             chunk_doc=chunk_doc,
             doc_starts=starts.astype(np.int64),
             bm25=bm25,
+            doc_bm25=doc_bm25,
+            doc_phrases=doc_phrases,
             signals=SignalIndex.build(docs.signals) if docs.signals else None,
         )
         index._load_vectors(store)
@@ -196,6 +214,59 @@ class CorpusIndex:
         out = np.full(len(self.chunk_ids), -np.inf, dtype=np.float32)
         out[rows] = sub @ query.astype(np.float32)
         return out
+
+
+def _document_index(
+    texts: list[str],
+    starts: npt.NDArray[np.int64],
+    generation: int,
+    stem: bool,
+    bm25_path: Path | None,
+    ngram: int,
+) -> BM25Index:
+    """A BM25F document index (words or word pairs), loaded from beside the chunk index when
+    it is current."""
+    tag = f"documents:{ngram}:" + ",".join(str(w) for w in FIELD_WEIGHTS)
+    suffix = ".bm25doc" if ngram == 1 else f".bm25doc{ngram}"
+    path = bm25_path.with_name(bm25_path.name.replace(".bm25", suffix)) if bm25_path else None
+    if path is not None and path.exists():
+        loaded = BM25Index.load(path, tag)
+        if (
+            loaded is not None
+            and loaded[1] == generation
+            and loaded[0].stem == stem
+            and loaded[0].n_rows == len(starts)
+        ):
+            return loaded[0]
+    bounds = [*starts.tolist(), len(texts)]
+    docs = []
+    for d in range(len(starts)):
+        parts = texts[bounds[d] : bounds[d + 1]]
+        docs.append((parts[0], join_chunks(parts[1:])) if parts else ("", ""))
+    index = BM25Index.build_fields(docs, FIELD_WEIGHTS, stem=stem, ngram=ngram)
+    if path is not None:
+        index.save(path, generation, tag)
+    return index
+
+
+def join_chunks(texts: Sequence[str]) -> str:
+    """A document's body from its chunks in order, each chunk's overlap with the one before
+    dropped (chunks repeat the end of their predecessor; counting it twice would inflate tf)."""
+    out: list[str] = []
+    previous: list[str] = []
+    for text in texts:
+        words = text.split()
+        cut = 0
+        tail = previous[-MAX_OVERLAP_WORDS:]
+        if words and tail:
+            for start in (i for i, w in enumerate(tail) if w == words[0]):
+                size = len(tail) - start
+                if size <= len(words) and tail[start:] == words[:size]:
+                    cut = size
+                    break
+        out.extend(words[cut:])
+        previous = words
+    return " ".join(out)
 
 
 def _filter_key(filters: SearchFilters) -> tuple[object, ...]:

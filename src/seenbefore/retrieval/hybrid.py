@@ -15,15 +15,18 @@ from seenbefore.core.confidence import SIGNALS, ConfidenceModel, label
 from seenbefore.core.fusion import RRF_K, ranked, rrf
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
-from seenbefore.retrieval.corpus import BoolArray, CorpusIndex, FloatArray
+from seenbefore.retrieval.bm25 import phrases
+from seenbefore.retrieval.corpus import PHRASE_WEIGHT, BoolArray, CorpusIndex, FloatArray
 from seenbefore.retrieval.embedders import Embedder
-from seenbefore.retrieval.sparse import rank_superseded_last
 from seenbefore.retrieval.tokenize import query_terms
 from seenbefore.storage.base import Store
 from seenbefore.types import Candidate, MatchedBy, RetrieverHit, SearchFilters, SearchResult
 
 Mode = Literal["sparse", "dense", "hybrid"]
 MODES: tuple[str, ...] = ("sparse", "dense", "hybrid")
+# how the sparse half ranks documents: by the whole document (BM25F), by its best chunk, or by
+# RRF of both. Measured side by side in benchmarks/realtext.py; "document" won on real text.
+SPARSE_UNITS: tuple[str, ...] = ("document", "chunk", "both")
 PROFILES: tuple[str, ...] = ("text", "anomaly")
 
 
@@ -41,6 +44,7 @@ class SearchOptions:
     signals: Mapping[str, float] | None = None
     signal_weight: float | None = None
     profile: str = "text"  # "anomaly": weights and confidence fitted on anomalies (PROFILES)
+    sparse_unit: str = "document"  # one of SPARSE_UNITS
 
 
 @dataclass
@@ -48,6 +52,7 @@ class _Ranked:
     order: list[int]  # document positions, best first
     scores: dict[int, float]
     chunk_scores: FloatArray
+    unit: str = "chunk"  # what the scores rank: "chunk" (best passage), "document", "both"
 
 
 class HybridRetriever:
@@ -71,9 +76,14 @@ class HybridRetriever:
             raise InputError(f"k is {options.k}, expected at least 1")
         if options.mode not in MODES:
             raise InputError(f"mode is {options.mode!r}, expected one of {', '.join(MODES)}")
+        if options.sparse_unit not in SPARSE_UNITS:
+            raise InputError(
+                f"sparse unit is {options.sparse_unit!r}, expected one of {', '.join(SPARSE_UNITS)}"
+            )
         timings: dict[str, float] = {}
         clock = time.perf_counter()
         terms = query_terms(text)
+        pairs = phrases(text, stem=self.index.bm25.stem)
         doc_mask = self.index.doc_mask(filters)
         timings["filter_ms"] = _ms(clock)
 
@@ -89,6 +99,9 @@ class HybridRetriever:
             chunk_mask = self.index.chunk_mask(doc_mask)
             scores = self.index.bm25.scores(terms, chunk_mask)
             sparse = self._rank(scores, doc_mask, options.depth, floor=0.0)
+            if options.sparse_unit != "chunk" and self.index.doc_bm25 is not None:
+                whole = self._rank_documents(terms, pairs, scores, doc_mask, options.depth)
+                sparse = whole if options.sparse_unit == "document" else _both(whole, sparse)
             timings["sparse_ms"] = _ms(clock)
         if use_dense:
             embedder = self._embedder()
@@ -141,11 +154,15 @@ class HybridRetriever:
         timings["fuse_ms"] = _ms(clock)
 
         clock = time.perf_counter()
-        candidates = rank_superseded_last(self._candidates(top, sparse, dense, by_signals, final))
+        candidates = self._candidates(top, sparse, dense, by_signals, final)  # by score
         timings["candidates_ms"] = _ms(clock)
 
         clock = time.perf_counter()
         signals = self._signals(terms, sparse, dense, by_signals, top, options.signals)
+        if self.index.doc_phrases is not None and pairs and top:
+            signals["phrase_coverage"] = self.index.doc_phrases.coverage(
+                pairs, self.index.position[top[0]]
+            )
         signals["type_consensus"] = _type_consensus([c.type for c in candidates[:4]])
         confidence = self.confidence.predict(signals) if self.confidence and top else 0.0
         novel = (not top) or (self.confidence is not None and self.confidence.is_novel(confidence))
@@ -155,6 +172,7 @@ class HybridRetriever:
             "terms": terms,
             "weights": weights,
             "rrf_k": options.rrf_k,
+            "sparse_unit": options.sparse_unit if use_sparse else None,
             "gate": {
                 "dense_trusted": self.gate.dense_trusted,
                 "reason": self.gate.reason,
@@ -197,6 +215,26 @@ class HybridRetriever:
         order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d]))
         return _Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores)
 
+    def _rank_documents(
+        self,
+        terms: list[str],
+        pairs: list[str],
+        chunk_scores: FloatArray,
+        doc_mask: BoolArray,
+        depth: int,
+    ) -> _Ranked:
+        """Documents ranked by BM25F over their whole text, words plus word pairs (phrases);
+        chunk scores kept for the passage."""
+        assert self.index.doc_bm25 is not None
+        per_doc = self.index.doc_bm25.scores(terms, doc_mask)
+        if self.index.doc_phrases is not None and pairs and PHRASE_WEIGHT:
+            per_doc += PHRASE_WEIGHT * self.index.doc_phrases.scores(pairs, doc_mask)
+        eligible = np.flatnonzero(doc_mask & (per_doc > 0))
+        if len(eligible) > depth:
+            eligible = eligible[np.argpartition(-per_doc[eligible], depth - 1)[:depth]]
+        order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d]))
+        return _Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, "document")
+
     def _recency(self, fused: dict[str, float], options: SearchOptions) -> dict[str, float]:
         half_life = options.recency_half_life_days
         if not half_life:
@@ -226,9 +264,15 @@ class HybridRetriever:
             return signals
         doc = self.index.position[top[0]]
         if sparse is not None and sparse.order:
-            if doc in sparse.scores:
+            if doc in sparse.scores or sparse.unit != "chunk":
                 row = self.index.best_chunk(doc, sparse.chunk_scores)
-                signals["sparse_coverage"] = self.index.bm25.coverage(terms, row)
+                signals["passage_coverage"] = self.index.bm25.coverage(terms, row)
+                whole = self.index.doc_bm25
+                signals["sparse_coverage"] = (
+                    whole.coverage(terms, doc)
+                    if whole is not None and sparse.unit != "chunk"
+                    else signals["passage_coverage"]
+                )
             s = [sparse.scores[d] for d in sparse.order[:2]]
             signals["sparse_margin"] = (s[0] - s[1]) / s[0] if len(s) > 1 and s[0] > 0 else 1.0
         if dense is not None and dense.order:
@@ -304,6 +348,13 @@ class HybridRetriever:
                 )
             )
         return out
+
+
+def _both(whole: _Ranked, best: _Ranked) -> _Ranked:
+    """Whole-document and best-chunk rankings fused with equal-weight RRF."""
+    fused = rrf({"document": [str(d) for d in whole.order], "chunk": [str(d) for d in best.order]})
+    order = [int(d) for d in ranked(fused)][: max(len(whole.order), len(best.order))]
+    return _Ranked(order, {d: fused[str(d)] for d in order}, best.chunk_scores, "both")
 
 
 def _type_consensus(types: list[str]) -> float:

@@ -1,0 +1,355 @@
+"""A knowledge base that calibrates itself.
+
+When a KB is ingested or changes materially (``MATERIAL_CHANGE`` of its documents, or on
+``reindex``), it makes labelled cases from its own documents -- each document's detection /
+summary / first section opening as a query, (a) with the document present: the answer is that
+document, and (b) with it left out: the answer is "no precedent" -- and, on one half of the
+documents, fits the trust gate's dense weight (production fuser and depth), the confidence model
+and the novelty threshold of every mode it can serve (sparse-only always; the gated hybrid when
+vectors exist). On the other half it checks them against the shipped defaults and keeps a fit
+only if its held-out Brier score beats theirs. The record says what is live and why.
+
+A query copied from a document matches it far better than a real first report does (the real
+one is written before the cause is known, in other words), so each self-made query is a
+known-item simulation (Azzopardi, de Rijke & Balog, SIGIR 2007): every word of the opening is
+kept with probability 1 - ``NOISE`` and otherwise replaced by a word drawn from the whole
+collection. ``NOISE`` is fixed a priori, not tuned on any dev set.
+
+The novelty threshold is an operating point: the largest recall of the "no precedent" verdict
+whose precision on the fit half is at least ``NOVEL_PRECISION``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from seenbefore.core.confidence import ConfidenceModel, auroc, brier, expected_calibration_error
+from seenbefore.core.trust import WEIGHT_GRID
+from seenbefore.evaluation.cases import Case
+from seenbefore.retrieval.embedders import Embedder, Matrix
+from seenbefore.retrieval.hybrid import SearchOptions
+from seenbefore.types import SearchFilters
+
+if TYPE_CHECKING:
+    from seenbefore.evaluation.runner import CaseRun
+    from seenbefore.kb import KnowledgeBase
+
+MIN_DOCUMENTS = 20  # below this the KB is too small to split into fit and check halves
+MATERIAL_CHANGE = 0.10  # share of documents added, changed or removed that triggers a refit
+MAX_DOCUMENTS = 400  # documents sampled for cases (keeps ingest of a large KB bounded)
+NOVEL_PRECISION = 0.8  # the operating point of the "no precedent" verdict
+QUERY_WORDS = 40
+NOISE = 0.3  # share of a self-made query's words replaced by collection words
+MIN_GAIN = 0.01  # held-out MRR gain dense must show to get a non-zero weight
+RECORD = "self_calibration"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def self_query(pm: Any) -> str:
+    """What an on-call engineer would know first: the opening sentences (up to QUERY_WORDS
+    words) of the detection, summary or timeline section, else the first section."""
+    for key in ("detection", "summary", "timeline"):
+        section = pm.section(key)
+        if section is not None and section.text.strip():
+            break
+    else:
+        section = pm.sections[0] if pm.sections else None
+    text = section.text if section is not None else pm.title
+    if section is not None and section.key == "timeline":
+        text = next((ln for ln in text.splitlines() if ln.strip()), text)
+    words: list[str] = []
+    for sentence in _SENTENCE.split(" ".join(text.split())):
+        if words and len(words) + len(sentence.split()) > QUERY_WORDS:
+            break
+        words.extend(sentence.split())
+    return " ".join(words[:QUERY_WORDS])
+
+
+def simulate(query: str, collection: Sequence[str], seed: str, noise: float = NOISE) -> str:
+    """``query`` with each word replaced, with probability ``noise``, by a word drawn from the
+    collection language model (a random word of a random chunk), deterministically per seed."""
+    if not collection or noise <= 0:
+        return query
+    rng = random.Random(seed)
+    out = []
+    for word in query.split():
+        if rng.random() < noise:
+            words = rng.choice(collection).split()
+            word = rng.choice(words) if words else word
+        out.append(word)
+    return " ".join(out)
+
+
+def self_cases(kb: KnowledgeBase, *, seed: int = 0) -> tuple[list[Case], list[Case], list[str]]:
+    """(fit cases, held-out cases, tiers): a precedent and a no-precedent case per document,
+    split by document so a document's two cases fall on the same side."""
+    ids = kb.store.list_ids(None)
+    metas = kb.store.documents_meta(ids)
+    current = sorted(d for d, s in metas.items() if s.effective_status == "current")
+    tiers = sorted({s.postmortem.access_tier for s in metas.values()}) or ["general"]
+    rng = random.Random(seed)
+    if len(current) > MAX_DOCUMENTS:
+        current = sorted(rng.sample(current, MAX_DOCUMENTS))
+    order = list(current)
+    rng.shuffle(order)
+    fit_ids = set(order[: len(order) // 2])
+    collection = [t for t in kb.store.chunk_rows().texts if t.strip()]
+    fit: list[Case] = []
+    held: list[Case] = []
+    for doc in current:
+        query = simulate(self_query(metas[doc].postmortem), collection, f"{seed}:{doc}")
+        if not query:
+            continue
+        pair = [
+            Case(id=f"self:{doc}", query=query, expected=(doc,), tags=("self",)),
+            Case(
+                id=f"self-novel:{doc}",
+                query=query,
+                expect_novel=True,
+                tags=("self", "left-out"),
+                exclude=(doc,),
+            ),
+        ]
+        (fit if doc in fit_ids else held).extend(pair)
+    return fit, held, tiers
+
+
+def fingerprint(kb: KnowledgeBase) -> dict[str, str]:
+    return {d: h for d, (h, _) in kb.store.fingerprints().items()}
+
+
+def changed_share(kb: KnowledgeBase) -> float | None:
+    """Share of documents added, changed or removed since the last self-calibration."""
+    record = kb.store.get_json(RECORD)
+    if not record or "fingerprint" not in record:
+        return None
+    before: dict[str, str] = record["fingerprint"]
+    now = fingerprint(kb)
+    changed = sum(before.get(d) != h for d, h in now.items()) + len(set(before) - set(now))
+    return changed / max(1, len(before), len(now))
+
+
+def maybe_self_calibrate(kb: KnowledgeBase, *, force: bool = False) -> dict[str, Any] | None:
+    """Self-calibrate when never done, when ``MATERIAL_CHANGE`` of documents changed, or when
+    ``force`` (reindex). Returns the new record, or None when nothing needed doing."""
+    share = changed_share(kb)
+    if not force and share is not None and share < MATERIAL_CHANGE:
+        return None
+    return self_calibrate(kb, force=True)
+
+
+class _Memo:
+    """Embeds each distinct query once while calibration repeats searches."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self._seen: dict[str, Any] = {}
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        import numpy as np
+
+        missing = [t for t in texts if t not in self._seen]
+        if missing:
+            for t, v in zip(missing, self.inner.embed(missing), strict=True):
+                self._seen[t] = v
+        return np.stack([self._seen[t] for t in texts])
+
+
+def _runs(
+    kb: KnowledgeBase, cases: Sequence[Case], tiers: Sequence[str], options: SearchOptions
+) -> list[CaseRun]:
+    from seenbefore.evaluation.runner import timed_search
+
+    return [timed_search(kb, c, c.query, tiers=tiers, options=options) for c in cases]
+
+
+def _mrr(runs: Sequence[CaseRun]) -> float:
+    from seenbefore.evaluation.runner import reciprocal_rank
+
+    scored = [r for r in runs if not r.case.expect_novel]
+    return sum(reciprocal_rank(r.ranking, r.case.relevant) for r in scored) / max(1, len(scored))
+
+
+def novel_threshold(probs: Sequence[float], novel: Sequence[bool]) -> tuple[float, str]:
+    """The threshold t (verdict: novel when p < t) with the largest recall whose precision is
+    at least NOVEL_PRECISION; 0 (the verdict is never given) when no t reaches it."""
+    best, best_recall = 0.0, -1.0
+    total = sum(novel)
+    for t in sorted(set(round(p, 4) for p in probs)):
+        t += 1e-4
+        flagged = [p < t for p in probs]
+        tp = sum(f and n for f, n in zip(flagged, novel, strict=True))
+        if not sum(flagged) or tp / sum(flagged) < NOVEL_PRECISION:
+            continue
+        recall = tp / total if total else 0.0
+        if recall > best_recall + 1e-9:
+            best, best_recall = round(t, 4), recall
+    if best_recall < 0:
+        return 0.0, f"no threshold reaches novel precision {NOVEL_PRECISION}: verdict off"
+    return best, f"novel precision >= {NOVEL_PRECISION} on the fit half (recall {best_recall:.2f})"
+
+
+def held_out_figures(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict[str, Any]:
+    probs = [model.predict(r.signals) for r in runs]
+    correct = [r.top_correct for r in runs]
+    truth = [r.case.expect_novel for r in runs]
+    flagged = [model.is_novel(p) for p in probs]
+    tp = sum(f and t for f, t in zip(flagged, truth, strict=True))
+    area = auroc(probs, [int(not t) for t in truth])
+    positives = [r for r in runs if not r.case.expect_novel]
+    return {
+        "cases": len(runs),
+        "brier": round(brier(probs, correct), 4),
+        "ece": round(expected_calibration_error(probs, correct), 4),
+        "auroc_precedent_vs_none": None if area != area else round(area, 4),
+        "novel_precision": round(tp / sum(flagged), 4) if sum(flagged) else None,
+        "novel_recall": round(tp / sum(truth), 4) if sum(truth) else None,
+        "novel_rate_with_precedent": round(
+            sum(f for f, t in zip(flagged, truth, strict=True) if not t) / max(1, len(positives)),
+            4,
+        ),
+        "hit_at_1": round(sum(r.top_correct for r in positives) / max(1, len(positives)), 4),
+        "high_share_with_precedent": round(
+            sum(p >= 0.75 for p, t in zip(probs, truth, strict=True) if not t)
+            / max(1, len(positives)),
+            4,
+        ),
+    }
+
+
+def fit_mode(
+    key: str,
+    fit_runs: Sequence[CaseRun],
+    held_runs: Sequence[CaseRun],
+    default: ConfidenceModel | None,
+    described: str,
+) -> dict[str, Any]:
+    """Fit one mode's confidence model and threshold; keep it only if it beats ``default``."""
+    from seenbefore.evaluation.calibrate import fit_confidence
+
+    try:
+        model = fit_confidence(fit_runs, described)
+    except ValueError as exc:
+        return {"key": key, "kept": False, "reason": f"could not fit: {exc}"}
+    threshold, why = novel_threshold(
+        [model.predict(r.signals) for r in fit_runs], [r.case.expect_novel for r in fit_runs]
+    )
+    model = replace(model, threshold=threshold)
+    figures = held_out_figures(model, held_runs)
+    model = replace(model, metrics={"held_out": {"self-test": figures}, "threshold_rule": why})
+    baseline = held_out_figures(default, held_runs) if default is not None else None
+    beats = baseline is None or figures["brier"] < baseline["brier"]
+    reason = (
+        f"held-out Brier {figures['brier']:.3f} vs shipped default "
+        + (f"{baseline['brier']:.3f}" if baseline else "(none)")
+        + ("; fitted model kept" if beats else "; the fit is worse, shipped default kept")
+    )
+    return {
+        "key": key,
+        "kept": beats,
+        "reason": reason,
+        "model": model.as_dict(),
+        "held_out": figures,
+        "default_held_out": baseline,
+    }
+
+
+def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Fit on self-made cases, check on the other half, persist what wins (see module doc)."""
+    from seenbefore.kb import shipped_defaults
+
+    documents = len(kb.store.list_ids(None))
+    record: dict[str, Any] = {"documents": documents, "fingerprint": fingerprint(kb)}
+    if documents < MIN_DOCUMENTS:
+        record["live"] = "shipped defaults"
+        record["reason"] = (
+            f"{documents} documents, below MIN_DOCUMENTS = {MIN_DOCUMENTS}: too few to fit on "
+            "one half and check on the other; shipped defaults stay live"
+        )
+        kb.store.set_json(RECORD, record)
+        return record
+    fit, held, tiers = self_cases(kb, seed=seed)
+    record.update({"fit_cases": len(fit), "held_out_cases": len(held), "seed": seed})
+    saved_embedder = kb.query_embedder
+    family = kb.dense_family()
+    record["family"] = family
+    has_dense = family != "none" and kb.index().dense is not None and kb.embedder() is not None
+    if has_dense:
+        inner = saved_embedder or kb.embedder()
+        assert inner is not None
+        kb.query_embedder = _Memo(inner)
+    modes: dict[str, Any] = {}
+    try:
+        base = SearchOptions(k=10)
+        weight = 0.0
+        if has_dense:
+            weight, modes["gate"] = _fit_gate(kb, fit, held, tiers, base)
+        options = {"sparse": replace(base, mode="sparse")}
+        if weight > 0:
+            options[f"hybrid:{family}"] = replace(base, mode="hybrid", dense_weight=weight)
+        defaults = shipped_defaults()["confidence"]
+        for key, opts in options.items():
+            described = (
+                f"self-calibrated on {len(fit)} cases made from this KB ({documents} documents"
+                f"{', dense weight ' + str(weight) if key != 'sparse' else ''})"
+            )
+            default = defaults.get(key)
+            modes[key] = fit_mode(
+                key,
+                _runs(kb, fit, tiers, opts),
+                _runs(kb, held, tiers, opts),
+                ConfidenceModel.from_dict(default) if default else None,
+                described,
+            )
+    finally:
+        kb.query_embedder = saved_embedder
+    record["modes"] = modes
+    kept = [k for k, m in modes.items() if k != "gate" and m.get("kept")]
+    record["live"] = "self-calibrated: " + ", ".join(kept) if kept else "shipped defaults"
+    record["reason"] = "; ".join(f"{k}: {m['reason']}" for k, m in modes.items())
+    kb.store.set_json(RECORD, record)
+    return record
+
+
+def _fit_gate(
+    kb: KnowledgeBase,
+    fit: Sequence[Case],
+    held: Sequence[Case],
+    tiers: Sequence[str],
+    base: SearchOptions,
+) -> tuple[float, dict[str, Any]]:
+    """Dense weight by held-out MRR of the production hybrid search (fuser and depth as served),
+    chosen on the fit half, kept only when it beats sparse-only on the held-out half."""
+    positives = [c for c in fit if not c.expect_novel]
+    held_pos = [c for c in held if not c.expect_novel]
+    sweep = {
+        w: _mrr(_runs(kb, positives, tiers, replace(base, mode="hybrid", dense_weight=w)))
+        for w in WEIGHT_GRID
+    }
+    best = max(sweep, key=lambda w: (sweep[w], -w))
+    at = _mrr(_runs(kb, held_pos, tiers, replace(base, mode="hybrid", dense_weight=best)))
+    sparse = _mrr(_runs(kb, held_pos, tiers, replace(base, mode="hybrid", dense_weight=0.0)))
+    kept = best > 0 and at - sparse > MIN_GAIN
+    source = (
+        f"self-calibrated: dense weight {best} chosen on {len(positives)} self-made cases; "
+        f"held-out MRR {at:.3f} vs sparse-only {sparse:.3f} on {len(held_pos)}"
+    )
+    weight = best if kept else 0.0
+    return weight, {
+        "kept": kept,
+        "dense": weight,
+        "source": source if kept else f"self-calibrated: dense does not help ({source})",
+        "reason": source,
+        "fit_sweep": {str(w): round(v, 4) for w, v in sweep.items()},
+    }
+
+
+def content_digest(record: dict[str, Any]) -> str:
+    """A short digest of a record's fingerprint (to name the KB state a fit was made on)."""
+    text = "".join(f"{k}{v}" for k, v in sorted(record.get("fingerprint", {}).items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

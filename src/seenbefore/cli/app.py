@@ -10,6 +10,7 @@ from typer.core import TyperGroup
 from seenbefore.cli import admin, detect, evaluate, ingest, investigate, migrate, search, serve
 from seenbefore.cli.common import err_console
 from seenbefore.cli.embedder import embedder_app
+from seenbefore.cli.mcp import mcp
 from seenbefore.cli.review import review_app
 from seenbefore.cli.security import audit_app, token_app
 from seenbefore.errors import SeenbeforeError
@@ -54,6 +55,7 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(review_app, name="review")
 app.command()(migrate.migrate)
 app.add_typer(embedder_app, name="embedder")
+app.command()(mcp)
 
 
 def main() -> None:

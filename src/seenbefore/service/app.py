@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seenbefore
@@ -30,6 +31,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service import errors
+from seenbefore.service.bodylimit import BodyLimitMiddleware
 from seenbefore.service.deps import ServiceState
 from seenbefore.service.metrics import LatencyMiddleware, ServiceMetrics
 from seenbefore.service.ratelimit import RateLimiter
@@ -149,6 +151,26 @@ def close_state(state: ServiceState) -> None:
         kb.close()
 
 
+def new_state(cfg: Settings) -> ServiceState:
+    """A service state, nothing opened yet (``open_state`` loads the knowledge base)."""
+    return ServiceState(
+        settings=cfg,
+        metrics=ServiceMetrics(),
+        limiter=RateLimiter(cfg.rate_limit_per_minute),
+        sampler=InvestigationSampler(cfg.home / "logs" / LOG_NAME, cfg.log_sample_fraction),
+    )
+
+
+def _mcp_server(state: ServiceState) -> Any:
+    """The MCP server for ``/mcp``, or None (logged) when the ``mcp`` package is missing."""
+    try:
+        from seenbefore.mcp.server import bearer_caller, build_server
+    except ImportError as exc:
+        log.info("no /mcp endpoint: the mcp package is not installed (%s)", exc.name)
+        return None
+    return build_server(bearer_caller(state))
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -160,12 +182,8 @@ def create_app(
     runs on the knowledge base once its store answers, before the first request is served
     (``seenbefore serve`` bootstraps there when the database was down at its start)."""
     cfg = settings or load_settings()
-    service = ServiceState(
-        settings=cfg,
-        metrics=ServiceMetrics(),
-        limiter=RateLimiter(cfg.rate_limit_per_minute),
-        sampler=InvestigationSampler(cfg.home / "logs" / LOG_NAME, cfg.log_sample_fraction),
-    )
+    service = new_state(cfg)
+    mcp_server = _mcp_server(service)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -186,7 +204,10 @@ def create_app(
             log.error("service startup failed: %s", service.not_ready)
             raise
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                if mcp_server is not None:  # the streamable-HTTP sessions live with the app
+                    await stack.enter_async_context(mcp_server.session_manager.run())
+                yield
         finally:
             if retry is not None:
                 retry.cancel()
@@ -226,7 +247,14 @@ def create_app(
         web,
     ):
         app.include_router(module.router)
+    if mcp_server is not None:
+        # /mcp: streamable HTTP (stateless, JSON answers); each call authenticates its bearer token
+        mcp_http = mcp_server.streamable_http_app(
+            streamable_http_path="/mcp", stateless_http=True, json_response=True
+        )
+        app.router.routes.append(Route("/mcp", endpoint=mcp_http, include_in_schema=False))
     app.add_middleware(LatencyMiddleware, metrics=service.metrics)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=cfg.max_request_bytes)  # before auth
     app.add_middleware(RequestIdMiddleware)
     return app
 

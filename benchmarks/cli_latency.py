@@ -37,10 +37,10 @@ QUERIES = (
 )
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     started = time.perf_counter()
-    subprocess.run(args, env=env, check=True, capture_output=True)
-    return time.perf_counter() - started
+    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True)
+    return time.perf_counter() - started, done.stdout
 
 
 def chunk_count(home: Path) -> int:
@@ -51,12 +51,18 @@ def chunk_count(home: Path) -> int:
 def measure(runtime: str, runs: int, scratch: Path) -> dict[str, Any]:
     home = scratch / runtime
     env = {**os.environ, "SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER_RUNTIME": runtime}
-    ingest_s = timed([CLI, "ingest", str(SAMPLES)], env)
+    ingest_s, _ = timed([CLI, "ingest", str(SAMPLES)], env)
     chunks = chunk_count(home)
-    walls = []
+    walls, dense_weights = [], set()
     for i in range(runs):
         query = QUERIES[i % len(QUERIES)]
-        walls.append(timed([CLI, "search", query, "-k", "3", "--mode", "hybrid"], env))
+        args = [CLI, "search", query, "-k", "3", "--mode", "hybrid", "--json", "--explain"]
+        wall, out = timed(args, env)
+        walls.append(wall)
+        explain = json.loads(out)["explain"]
+        if "embed_ms" not in explain.get("timings", {}):
+            raise SystemExit(f"{runtime}: the search did not embed the query; nothing to time")
+        dense_weights.add(explain.get("weights", {}).get("dense"))
     walls.sort()
     return {
         "runtime": runtime,
@@ -66,6 +72,7 @@ def measure(runtime: str, runs: int, scratch: Path) -> dict[str, Any]:
         "search_wall_s": [round(w, 3) for w in walls],
         "search_wall_p50_s": round(statistics.median(walls), 3),
         "search_wall_max_s": round(walls[-1], 3),
+        "dense_weights_seen": sorted(w for w in dense_weights if w is not None),
     }
 
 

@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     log_sample_fraction: float = Field(
         default=0.1, ge=0, le=1, description="share of investigations logged with full context"
     )
+    max_request_bytes: int = Field(
+        default=1_048_576,
+        ge=1_024,
+        description="largest HTTP request body (bytes); 413 beyond, before parsing and auth",
+    )
     rate_limit_per_minute: int = Field(
         default=600, ge=1, description="requests per minute per API token (429 beyond)"
     )

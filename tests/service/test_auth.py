@@ -66,7 +66,9 @@ def test_revoked_token_is_refused_at_once(service: Service) -> None:
 def test_audit_records_searches_with_hashed_query_ids_and_tiers(service: Service) -> None:
     query = "vault key rotation decryption errors"
     service.as_("restricted_viewer", "post", "/v1/search", json={"query": query, "k": 2})
-    records = service.as_("admin", "get", "/v1/audit?action=search").json()["records"]
+    general = service.as_("admin", "get", "/v1/audit?action=search").json()["records"]
+    assert general == []  # a restricted hit: not for an admin holding only general
+    records = service.as_("restricted_admin", "get", "/v1/audit?action=search").json()["records"]
     record = records[-1]
     assert record["actor"] == "vault-viewer"
     assert record["session"].startswith("req:")

@@ -51,7 +51,8 @@ def test_writes_stay_within_the_writers_tiers(service: Service) -> None:
     assert "restricted" in refused.json()["detail"]
     over = postmortem_text("VAULT-1", title="Overwrite attempt")
     hidden = service.as_("admin", "put", "/v1/postmortems/VAULT-1", json={"markdown": over})
-    assert hidden.status_code == 404  # a restricted document is not there for this admin
+    assert hidden.status_code == 409  # a write never says 404: as any conflict (issue 12)
+    assert "is taken, or is not yours to write" in hidden.json()["detail"]
     assert service.as_("admin", "delete", "/v1/postmortems/VAULT-1").status_code == 404
     allowed = service.as_("restricted_admin", "post", "/v1/postmortems", json={"markdown": secret})
     assert allowed.status_code == 201

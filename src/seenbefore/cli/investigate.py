@@ -22,6 +22,7 @@ from seenbefore.investigation.query import (
     from_text,
 )
 from seenbefore.investigation.reporter import Draft, OfflineReporter
+from seenbefore.security.alert_caps import cap_webhook
 
 
 def _load_json(path: Path) -> Any:
@@ -40,7 +41,7 @@ def requests_from(
     if text:
         return [from_text(text)]
     if alert:
-        found = from_alertmanager(_load_json(alert))
+        found = from_alertmanager(cap_webhook(_load_json(alert))[0])  # the service's caps
         if not found:
             raise InputError(f"{alert}: no firing alerts to investigate")
         return found

@@ -49,7 +49,7 @@ def severity_rank(severity: str | None) -> int:
     return SEVERITY_RANKS.get((severity or "").strip().lower(), UNKNOWN_SEVERITY_RANK)
 
 
-def _visible_sql(
+def visible_sql(
     store: ServiceStore, tiers: Sequence[str], alias: str = "r"
 ) -> tuple[str, list[str]]:
     """Rows whose every evidence tier, and whose postmortem tier, the caller holds."""
@@ -93,7 +93,7 @@ class ReviewRecords:
         if tiers is None:
             rows = self.store.query("SELECT * FROM reviews WHERE id = ?", (review_id,))
         else:
-            where, params = _visible_sql(self.store, tiers)
+            where, params = visible_sql(self.store, tiers)
             rows = self.store.query(
                 f"SELECT * FROM reviews r WHERE r.id = ? AND {where}", (review_id, *params)
             )
@@ -102,7 +102,7 @@ class ReviewRecords:
         return self._load(rows)[0]
 
     def select(self, tiers: Sequence[str], status: str | None, limit: int | None) -> list[Review]:
-        where, params = _visible_sql(self.store, tiers)
+        where, params = visible_sql(self.store, tiers)
         clauses = [where]
         if status is not None:
             clauses.append("r.status = ?")

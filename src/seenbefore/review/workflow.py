@@ -28,7 +28,7 @@ from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
 from seenbefore.review.labels import record_label, top_label
 from seenbefore.review.models import DismissReason, DraftEdits, Review, request_to_dict
 from seenbefore.review.postmortem import postmortem_id, render, validate
-from seenbefore.review.records import ReviewRecords, add_event, now
+from seenbefore.review.records import ReviewRecords, add_event, now, visible_sql
 from seenbefore.review.tiers import most_restrictive
 from seenbefore.security.tokens import Principal
 from seenbefore.storage.sqlport import is_postgres
@@ -271,17 +271,24 @@ class ReviewWorkflow:
         return self._visible_or_redacted(review_id, reviewer)
 
     def close_by_source(
-        self, source_key: str, outcome: str = "alert_resolved"
+        self,
+        source_key: str,
+        outcome: str = "alert_resolved",
+        *,
+        tiers: Sequence[str] | None = None,
     ) -> builtins.list[Review]:
-        """Close the pending review of ``source_key`` (a resolved alert); [] when none."""
+        """Close the pending review of ``source_key`` (a resolved alert); [] when none. With
+        ``tiers`` (the delivering token's), a review outside them is left alone and the answer
+        is [] as for no review at all: closing is acting on it, and it is not theirs to see."""
         if outcome not in CLOSE_OUTCOMES:
             raise InputError(f"outcome is {outcome!r}, expected one of {', '.join(CLOSE_OUTCOMES)}")
         payload = {"action": "close", "outcome": outcome}
+        where, params = ("1 = 1", []) if tiers is None else visible_sql(self.kb.store, tiers)
         with self.kb.store.transaction() as conn:
             row = conn.execute(
-                "SELECT id, round, awaiting FROM reviews WHERE source_key = ?"
-                " AND status = 'pending'",
-                (source_key,),
+                "SELECT r.id, r.round, r.awaiting FROM reviews r WHERE r.source_key = ?"
+                f" AND r.status = 'pending' AND {where}",
+                (source_key, *params),
             ).fetchone()
             if row is None:
                 return []

@@ -31,9 +31,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from seenbefore.errors import InputError
+from seenbefore.review.records import visible_sql as review_visible_sql
 from seenbefore.security.tokens import Principal
 from seenbefore.storage.pg_schema import APP_ROLE, AUDIT_LOCK
-from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres
+from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres, marks
 
 GENESIS_HASH = "0" * 64
 SALT_KEY = "audit.query_salt"
@@ -193,12 +194,18 @@ class AuditLog:
         action: str | None = None,
         actor: str | None = None,
         since_id: int | None = None,
+        tiers: Sequence[str] | None = None,
     ) -> list[AuditRecord]:
         """Records in id order: the newest ``limit`` of them, or with ``since_id`` the first
-        ``limit`` after that id (to page or tail)."""
+        ``limit`` after that id (to page or tail). With ``tiers`` (the API's caller), only the
+        records :func:`visible_sql` lets a holder of those tiers see; None: every record."""
         if not 1 <= limit <= MAX_READ:
             raise InputError(f"limit is {limit}, expected 1..{MAX_READ}")
         where, params = ["1 = 1"], []
+        if tiers is not None:
+            clause, held = visible_sql(self.store, tiers)
+            where.append(clause)
+            params.extend(held)
         if action is not None:
             where.append("action = ?")
             params.append(action)
@@ -300,6 +307,30 @@ class AuditLog:
         if held:
             return f"the app role {APP_ROLE} may {', '.join(held)} audit_log rows"
         return ""
+
+
+def visible_sql(store: ServiceStore, tiers: Sequence[str]) -> tuple[str, list[str]]:
+    """Audit records a holder of ``tiers`` may read: every tier the record names (the tiers of
+    the documents, search hits and reviews it mentions) is among ``tiers``, and a review it
+    names by ``draft_id`` is, while it exists, one ``tiers`` may see (review/records.py's rule:
+    its postmortem tier and every evidence tier held). A record is shown whole or not at all;
+    nothing is redacted, so a shown record still verifies against its hash."""
+    reviews, review_params = review_visible_sql(store, tiers, alias="r")
+    review_clause = (
+        "(audit_log.draft_id IS NULL OR NOT EXISTS (SELECT 1 FROM reviews r"
+        f" WHERE r.id = audit_log.draft_id AND NOT ({reviews})))"
+    )
+    if is_postgres(store):
+        return (
+            f"audit_log.tiers::jsonb <@ ?::jsonb AND {review_clause}",
+            [json.dumps(list(tiers)), *review_params],
+        )
+    held = marks(tiers)
+    return (
+        "NOT EXISTS (SELECT 1 FROM json_each(audit_log.tiers) j"
+        f" WHERE j.value NOT IN ({held})) AND {review_clause}",
+        [*tiers, *review_params],
+    )
 
 
 def _salt(conn: SqlConn) -> bytes:

@@ -43,8 +43,15 @@ def search(
 
 
 def _cited(review: Review) -> tuple[list[str], list[str]]:
+    """The review's cited ids, and the tiers an audit record of it names: its evidence's and
+    its own (so the record is visible exactly to those who may see the review)."""
     items = [c for c in review.evidence.get("candidates") or [] if isinstance(c, Mapping)]
-    return [str(c.get("doc_id")) for c in items], [str(c.get("access_tier")) for c in items]
+    tiers = [str(c.get("access_tier")) for c in items]
+    return [str(c.get("doc_id")) for c in items], [*tiers, *review_tiers(review)]
+
+
+def review_tiers(review: Review) -> list[str]:
+    return sorted({*review.tiers, review.access_tier})
 
 
 def start_investigation(

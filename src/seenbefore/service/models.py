@@ -12,6 +12,9 @@ from seenbefore.review.models import DismissReason, DraftEdits, Review
 
 MAX_QUERY_CHARS = 10_000
 MAX_MARKDOWN_CHARS = 1_000_000
+# the version of the search JSON shape, the same number the CLI's --json prints
+# (cli/common.JSON_SCHEMA_VERSION; tests/service/test_body_limit.py keeps them equal)
+SEARCH_JSON_VERSION = 1
 
 
 class Problem(BaseModel):
@@ -72,6 +75,9 @@ class CandidateOut(BaseModel):
 
 
 class SearchOut(BaseModel):
+    version: int = Field(
+        default=SEARCH_JSON_VERSION, description="the JSON shape's version, as the CLI's --json"
+    )
     query: str
     mode: str
     confidence: float
@@ -260,7 +266,8 @@ PROBLEM_DESCRIPTIONS = {
     401: "no token, or an unknown or revoked one",
     403: "the token's role may not do this",
     404: "no such resource, or not visible to the caller's tiers (indistinguishable)",
-    409: "conflicts with the current state",
+    409: "conflicts with the current state (or an id held by a postmortem outside your tiers)",
+    413: "the request body is over SEENBEFORE_MAX_REQUEST_BYTES (checked before parsing and auth)",
     422: "the request body or parameters do not validate",
     429: "rate limited: see Retry-After",
     503: "the knowledge base or store is not usable right now",
@@ -269,5 +276,5 @@ PROBLEM_DESCRIPTIONS = {
 
 def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` for error answers (all application/problem+json, RFC 9457)."""
-    chosen = codes or (401, 403, 422, 429, 503)
+    chosen = codes or (401, 403, 413, 422, 429, 503)
     return {c: {"model": Problem, "description": PROBLEM_DESCRIPTIONS[c]} for c in chosen}

@@ -1,7 +1,9 @@
 """``GET|PUT|DELETE /v1/postmortems/{id}`` and ``POST /v1/postmortems`` (ingest one).
 
-A postmortem outside the caller's tiers is a 404 with the same body as an absent one. Writing
-and deleting need role admin; an admin may only write tiers they hold. Deleting removes the
+A postmortem outside the caller's tiers is a 404 with the same body as an absent one on reads and
+deletes. A write never answers 404: an id held by a postmortem outside the caller's tiers is the
+same 409 as an id held by a visible one on POST (:func:`id_taken`). Writing and deleting need role
+admin; an admin may only write tiers they hold. Deleting removes the
 document and every trace of it (``seenbefore.lifecycle.delete_postmortem``)."""
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from seenbefore import lifecycle
-from seenbefore.errors import ConflictError, ForbiddenError, InputError, NotFoundError
+from seenbefore.errors import ConflictError, ForbiddenError, InputError
 from seenbefore.service.deps import Admin, App, Caller, Ready, Viewer
 from seenbefore.service.models import (
     DeletionOut,
@@ -65,6 +67,15 @@ def get(doc_id: str, app: App, who: Viewer) -> PostmortemOut:
     return postmortem_out(doc)
 
 
+def id_taken(doc_id: str) -> ConflictError:
+    """The conflict a write meets when ``doc_id`` is taken, worded the same whether the holder
+    is a postmortem the caller may see or one outside their tiers."""
+    return ConflictError(
+        f"postmortem id {doc_id!r} is taken, or is not yours to write; choose a new id "
+        f"(PUT /v1/postmortems/{doc_id} replaces a postmortem of a tier you hold)"
+    )
+
+
 def _write(app: Ready, who: Caller, markdown: str, *, path_id: str | None) -> WriteOut:
     pm = lifecycle.parse_postmortem(app.kb, markdown, source=f"api:{who.principal.name}")
     if path_id is not None and pm.id != path_id:
@@ -79,14 +90,11 @@ def _write(app: Ready, who: Caller, markdown: str, *, path_id: str | None) -> Wr
         )
     with app.write_lock:
         existing = app.kb.store.documents_meta([pm.id]).get(pm.id)
-        if existing is not None:
-            if existing.postmortem.access_tier not in who.principal.tiers:
-                raise NotFoundError(f"no postmortem with id '{pm.id}'")  # as if absent
-            if path_id is None:
-                raise ConflictError(
-                    f"a postmortem with id {pm.id!r} exists; replace it with "
-                    f"PUT /v1/postmortems/{pm.id} or choose a new id"
-                )
+        if existing is not None and (
+            path_id is None or existing.postmortem.access_tier not in who.principal.tiers
+        ):
+            # one answer for a visible and a hidden holder of the id: never 404 on a write
+            raise id_taken(pm.id)
         result = lifecycle.write_postmortem(app.kb, pm)
         app.kb.index()  # rebuilt once here, not by every concurrent search
     app.audit.record(
@@ -121,7 +129,7 @@ def create(body: PostmortemIn, app: App, who: Admin) -> WriteOut:
     "/{doc_id}",
     response_model=WriteOut,
     summary="Create or replace one postmortem",
-    responses=problems(400, 404),
+    responses=problems(400, 409),
 )
 def replace(doc_id: str, body: PostmortemIn, app: App, who: Admin, response: Response) -> WriteOut:
     out = _write(app, who, body.markdown, path_id=doc_id)

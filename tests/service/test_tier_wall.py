@@ -1,0 +1,146 @@
+"""Tiers are a wall in every derived fact (issue 12): the five ways a general-tier caller learnt
+about restricted documents, each reproduced as the stranger did it.
+
+1. ``GET /v1/postmortems/{id}`` (and ``seenbefore show``) said a general document was superseded
+   by a restricted one; 2. the same link dropped it from general searches; 3. ``GET /v1/audit``
+   showed restricted activity; 4. ``POST /v1/postmortems`` answered 404 for a hidden id, 409 for
+   a visible one; 5. a resolved webhook closed a review its token could not see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seenbefore.kb import KnowledgeBase
+from seenbefore.security.tokens import TokenStore
+from tests.conftest import postmortem_text
+from tests.service.conftest import POOL_BODY, MakeService, Service
+
+SUCCESSOR = postmortem_text(
+    "INC-2099-902",
+    title="Checkout pool exhaustion, the full analysis",
+    body=POOL_BODY.replace("forty minutes", "forty-one minutes"),
+    date="2099-01-02",
+    access_tier="restricted",
+    supersedes="POOL-1",
+)
+
+
+def _supersede_across_tiers(service: Service) -> None:
+    out = service.as_("restricted_admin", "post", "/v1/postmortems", json={"markdown": SUCCESSOR})
+    assert out.status_code == 201, out.text
+
+
+def test_get_and_show_keep_a_document_current_for_callers_without_the_superseding_tier(
+    service: Service,
+) -> None:
+    _supersede_across_tiers(service)
+    general = service.as_("viewer", "get", "/v1/postmortems/POOL-1").json()
+    assert (general["effective_status"], general["superseded_by"]) == ("current", None)
+    both = service.as_("restricted_viewer", "get", "/v1/postmortems/POOL-1").json()
+    assert (both["effective_status"], both["superseded_by"]) == ("superseded", "INC-2099-902")
+    # `seenbefore show` reads through Store.get with the caller's tiers
+    with KnowledgeBase(service.settings) as kb:
+        shown = kb.store.get("POOL-1", ("general",))
+        assert (shown.effective_status, shown.superseded_by) == ("current", None)
+        assert kb.store.get("POOL-1", ("general", "restricted")).superseded_by == "INC-2099-902"
+        assert kb.store.stats(("general",)).superseded == 0
+        assert kb.store.stats(("general", "restricted")).superseded == 1
+
+
+def _search(service: Service, who: str, **body: Any) -> list[tuple[str, str, str | None]]:
+    out = service.as_(
+        who, "post", "/v1/search", json={"query": "checkout pool fraud", "k": 50, **body}
+    )
+    assert out.status_code == 200, out.text
+    return [(r["id"], r["status"], r["superseded_by"]) for r in out.json()["results"]]
+
+
+def test_search_keeps_the_older_document_current_for_callers_without_the_superseding_tier(
+    service: Service,
+) -> None:
+    _supersede_across_tiers(service)
+    general = _search(service, "viewer")
+    assert ("POOL-1", "current", None) in general
+    assert _search(service, "viewer", include_superseded=True)[0] == ("POOL-1", "current", None)
+    both = _search(service, "restricted_viewer")
+    assert [r[0] for r in both][:1] == ["INC-2099-902"] and "POOL-1" not in [r[0] for r in both]
+    with_old = _search(service, "restricted_viewer", include_superseded=True)
+    assert ("POOL-1", "superseded", "INC-2099-902") in with_old
+
+
+def test_audit_shows_an_admin_only_records_of_tiers_they_hold(service: Service) -> None:
+    assert service.as_("restricted_viewer", "get", "/v1/postmortems/VAULT-1").status_code == 200
+    hit = service.as_(
+        "restricted_viewer", "post", "/v1/search", json={"query": "vault key rotation"}
+    )
+    assert "VAULT-1" in [r["id"] for r in hit.json()["results"]]
+    assert service.as_("viewer", "get", "/v1/postmortems/POOL-1").status_code == 200
+
+    general = service.as_("admin", "get", "/v1/audit?limit=1000").json()["records"]
+    assert [r["action"] for r in general] == ["show"]  # the viewer's show of POOL-1 only
+    assert all("VAULT-1" not in r["doc_ids"] and "restricted" not in r["tiers"] for r in general)
+    everything = service.as_("restricted_admin", "get", "/v1/audit?limit=1000").json()["records"]
+    assert [r["action"] for r in everything] == ["show", "search", "show"]
+    assert everything[0]["doc_ids"] == ["VAULT-1"]
+
+
+def test_a_write_to_a_hidden_id_answers_like_any_conflict(service: Service) -> None:
+    def post(doc_id: str) -> Any:
+        text = postmortem_text(doc_id, title="A clash", body="## Summary\nClash.\n")
+        return service.as_("admin", "post", "/v1/postmortems", json={"markdown": text})
+
+    def put(doc_id: str) -> Any:
+        text = postmortem_text(doc_id, title="A clash", body="## Summary\nClash.\n")
+        return service.as_("admin", "put", f"/v1/postmortems/{doc_id}", json={"markdown": text})
+
+    hidden, visible = post("VAULT-1"), post("POOL-1")
+    assert (hidden.status_code, visible.status_code) == (409, 409)
+    assert hidden.json()["detail"] == visible.json()["detail"].replace("POOL-1", "VAULT-1")
+    replaced = put("VAULT-1")
+    assert replaced.status_code == 409
+    assert replaced.json()["detail"] == hidden.json()["detail"]
+    # the hidden document is untouched
+    with KnowledgeBase(service.settings) as kb:
+        assert kb.store.get("VAULT-1", ("restricted",)).postmortem.title.startswith("Payment")
+
+
+def _alert(status: str) -> dict[str, Any]:
+    return {
+        "version": "4",
+        "status": status,
+        "alerts": [
+            {
+                "status": status,
+                "labels": {"alertname": "VaultDecryptErrors", "service": "vault"},
+                "annotations": {"summary": "vault key rotation broke card decryption"},
+                "startsAt": "2026-11-30T00:11:42Z",
+                "fingerprint": "f00dfeed",
+            }
+        ],
+    }
+
+
+def test_a_resolved_webhook_closes_only_reviews_its_token_may_see(
+    make_service: MakeService,
+) -> None:
+    service = make_service(service_tiers=("general", "restricted"))
+    with KnowledgeBase(service.settings) as kb:
+        service.tokens["restricted_responder"], _ = TokenStore(kb.store).create(
+            "vault-responder", "responder", ["general", "restricted"]
+        )
+    started = service.as_("responder", "post", "/v1/alerts/alertmanager", json=_alert("firing"))
+    rid = started.json()["started"][0]["investigation_id"]
+    assert service.as_("responder", "get", f"/v1/investigations/{rid}").status_code == 404
+
+    refused = service.as_("responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved"))
+    assert refused.json() == {"started": [], "closed": [], "ignored": 0}
+    still = service.as_("restricted_responder", "get", f"/v1/investigations/{rid}").json()
+    assert still["status"] == "pending"
+    for action, body in (("dismiss", {"reason": "wrong_precedent"}), ("approve", {})):
+        acted = service.as_("reviewer", "post", f"/v1/reviews/{rid}/{action}", json=body)
+        assert acted.status_code == 404, acted.text
+
+    done = service.as_(
+        "restricted_responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved")
+    )
+    assert done.json()["closed"] == [rid]

@@ -120,8 +120,10 @@ def _toml_values(home_hint: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # a binary is not UTF-8
         raise ConfigError(f"config file {path}: not valid TOML ({exc}); fix the syntax") from exc
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it ({exc.strerror or exc})") from exc
     section = data.get("seenbefore", data)
     if not isinstance(section, dict):
         raise ConfigError(f"config file {path}: expected a table of settings")

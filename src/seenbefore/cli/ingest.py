@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,10 +10,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from seenbefore.cli.common import console, open_kb, open_store, print_json
-from seenbefore.errors import InputError
+from seenbefore.cli.common import console, err_console, open_kb, open_store, print_json
+from seenbefore.errors import InputError, NotFoundError
 from seenbefore.knowledge.ingest import IngestReport
 from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
+from seenbefore.types import QuarantineEntry
 
 quarantine_app = typer.Typer(help="List, retry or drop documents that failed validation.")
 
@@ -56,9 +58,19 @@ def ingest(
     ] = None,
     prune: Annotated[bool, typer.Option(help="delete documents whose files are gone")] = False,
     strict: Annotated[bool, typer.Option(help="exit 1 if anything was quarantined")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            help="let a file take over an id that another file (or the API) holds; without it "
+            "such a file is quarantined, naming both paths"
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable summary")] = False,
 ) -> None:
-    """Ingest postmortems: validate, chunk and store; bad documents go to quarantine."""
+    """Ingest postmortems: validate, chunk and store; bad documents go to quarantine.
+
+    Exits 1 when anything was quarantined and nothing was ingested (or with --strict, when
+    anything was quarantined)."""
     with (
         progress_bar(disable=as_json) as progress,
         open_kb() as kb,
@@ -69,9 +81,11 @@ def ingest(
             mapping=FieldMapping.parse(map_) if map_ else None,
             progress=_progress_callback(progress, "ingesting"),
             embed_progress=_progress_callback(progress, "embedding"),
+            replace=replace,
         )
     _print_report(report, as_json)
-    if strict and report.quarantined:
+    ingested = report.added or report.updated or report.unchanged
+    if report.quarantined and (strict or not ingested):
         raise typer.Exit(1)
 
 
@@ -85,6 +99,7 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
                 "superseded": report.superseded,
                 "pruned": report.pruned,
                 "flagged": [{"id": i, "kinds": k} for i, k in report.flagged],
+                "replaced": [{"id": i, "previous_source": s} for i, s in report.replaced],
                 "chunks_written": report.chunks_written,
                 "quarantined": [{"source": s, "reason": r} for s, r in report.quarantined],
             }
@@ -100,12 +115,17 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
             f"[yellow]flagged[/] {doc_id}: text that reads like instructions to a "
             f"language model ({', '.join(kinds)}); it is fenced as data in prompts"
         )
+    for doc_id, previous in report.replaced:
+        console.print(f"[yellow]replaced[/] {doc_id}: it came from {previous or '?'} before")
     for source, reason in report.quarantined:
-        console.print(f"[yellow]quarantined[/] {source}: {reason}")
+        console.print(f"[yellow]quarantined[/] {source}: {reason}", soft_wrap=True)
     if report.quarantined:
         console.print(
-            "see `seenbefore quarantine`; fix the files and `seenbefore quarantine retry ID`"
+            "see `seenbefore quarantine`; fix the files and `seenbefore quarantine retry ENTRY` "
+            "(the entry number, the document id or the file)"
         )
+    if report.quarantined and not (report.added or report.updated or report.unchanged):
+        err_console.print(f"[red]nothing ingested[/]: all {len(report.quarantined)} quarantined")
 
 
 @quarantine_app.callback(invoke_without_command=True)
@@ -131,18 +151,55 @@ def quarantine_list(
     console.print(table)
 
 
+EntryArgument = Annotated[
+    str,
+    typer.Argument(
+        help="entry number from `seenbefore quarantine`, or the document id or file it names"
+    ),
+]
+
+
+def find_entry(entries: Sequence[QuarantineEntry], given: str) -> QuarantineEntry:
+    """The quarantine entry ``given`` names: its number, its document id, or its source file."""
+    text = given.strip()
+    if text.isdigit():
+        for entry in entries:
+            if entry.id == int(text):
+                return entry
+    matches = [e for e in entries if e.doc_id == text]
+    if not matches:
+        path = str(Path(text).resolve()) if text else ""
+        matches = [e for e in entries if e.source in (text, path)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        numbers = ", ".join(str(e.id) for e in matches)
+        raise InputError(
+            f"{len(matches)} quarantine entries name {text!r} (entries {numbers}); "
+            "give the entry number"
+        )
+    raise NotFoundError(
+        f"no quarantine entry {text!r} (by number, document id or file); "
+        "`seenbefore quarantine` lists the entries"
+    )
+
+
 @quarantine_app.command("retry")
 def quarantine_retry(
-    entry_id: int,
+    entry: EntryArgument,
     map_: Annotated[str | None, typer.Option("--map", help="mapping, for a JSONL source")] = None,
+    replace: Annotated[
+        bool, typer.Option(help="let it take over an id another source holds")
+    ] = False,
 ) -> None:
     """Re-validate a quarantined document after fixing it."""
     with open_kb() as kb:
-        entry = kb.store.get_quarantine(entry_id)
-        if "#L" in entry.source and map_ is None:
+        found = find_entry(kb.store.list_quarantine(), entry)
+        entry_id = found.id
+        if "#L" in found.source and map_ is None:
             raise InputError(f"entry {entry_id} came from a JSONL file: give its --map again")
         mapping = FieldMapping.parse(map_) if map_ else None
-        report = kb.ingestor(mapping=mapping).retry(entry.source)
+        report = kb.ingestor(mapping=mapping).retry(found.source, replace=replace)
     if report.quarantined:
         console.print(f"[red]still invalid[/]: {report.quarantined[-1][1]}")
         raise typer.Exit(1)
@@ -170,7 +227,9 @@ def reindex(
 
 
 @quarantine_app.command("drop")
-def quarantine_drop(entry_id: int) -> None:
+def quarantine_drop(entry: EntryArgument) -> None:
     """Discard a quarantine entry (the file itself is not touched)."""
-    open_store().drop_quarantine(entry_id)
-    console.print(f"dropped quarantine entry {entry_id}")
+    with open_store() as store:
+        found = find_entry(store.list_quarantine(), entry)
+        store.drop_quarantine(found.id)
+    console.print(f"dropped quarantine entry {found.id} ({found.source})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,14 +21,34 @@ from seenbefore.investigation.query import (
     from_text,
 )
 from seenbefore.investigation.reporter import Draft, OfflineReporter
+from seenbefore.limits import check_k, check_query
+from seenbefore.parsing import load_json
 from seenbefore.security.alert_caps import cap_webhook
 
 
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a readable JSON file ({exc})") from exc
+def _check_webhook(path: Path, payload: Any) -> None:
+    """The shape from_alertmanager relies on: alerts is a list of objects whose labels and
+    annotations are objects of plain values (the API checks the same with its pydantic model)."""
+    alerts = payload.get("alerts") if isinstance(payload, dict) else None
+    if not isinstance(alerts, list):
+        raise InputError(
+            f"{path}: not an Alertmanager webhook: expected a JSON object whose 'alerts' is a "
+            "list (the body Alertmanager POSTs, version 4)"
+        )
+    for index, alert in enumerate(alerts):
+        if not isinstance(alert, dict):
+            raise InputError(f"{path}: alerts[{index}] is not an object")
+        for key in ("labels", "annotations"):
+            value = alert.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, dict) or any(
+                isinstance(v, dict | list) for v in value.values()
+            ):
+                raise InputError(
+                    f"{path}: alerts[{index}].{key} must be an object of text values, "
+                    'e.g. {"service": "checkout-api"}'
+                )
 
 
 def requests_from(
@@ -39,18 +58,33 @@ def requests_from(
     if len(given) != 1:
         raise InputError("give exactly one of: TEXT, --alert FILE, --anomaly FILE")
     if text:
+        check_query(text)
         return [from_text(text)]
     if alert:
-        found = from_alertmanager(cap_webhook(_load_json(alert))[0])  # the service's caps
+        payload = load_json(alert, what="Alertmanager webhook JSON")
+        _check_webhook(alert, payload)
+        try:
+            found = from_alertmanager(cap_webhook(payload)[0])  # the service's caps
+        except InputError as exc:
+            raise InputError(f"{alert}: {exc}") from None
         if not found:
             raise InputError(f"{alert}: no firing alerts to investigate")
         return found
     from seenbefore.notify.base import anomaly_from_dict
 
+    record = load_json(anomaly, what="anomaly JSON")  # type: ignore[arg-type]
+    if not isinstance(record, dict):
+        raise InputError(
+            f"{anomaly}: not an anomaly record: expected a JSON object as `detect --json` "
+            "writes for each anomaly"
+        )
     try:
-        return [from_anomaly(anomaly_from_dict(_load_json(anomaly)))]  # type: ignore[arg-type]
+        return [from_anomaly(anomaly_from_dict(record))]
     except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{anomaly}: not an anomaly record ({exc})") from exc
+        raise InputError(
+            f"{anomaly}: not an anomaly record ({type(exc).__name__}: {exc}); give one "
+            "anomaly object as `detect --json` writes it"
+        ) from None
 
 
 def make_reporter(cfg: Settings) -> Any:
@@ -129,6 +163,7 @@ def investigate(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Draft a cited, advisory root-cause hypothesis from past postmortems."""
+    check_k(k)
     requests = requests_from(text, alert, anomaly)
     cfg = settings()
     with open_kb(cfg) as kb:

@@ -13,6 +13,7 @@ from rich.table import Table
 from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
 from seenbefore.cli.security import record_local
 from seenbefore.errors import InputError
+from seenbefore.limits import check_filters, check_k, check_query, empty_reason
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.retrieval.output import result_json
 from seenbefore.types import SearchFilters, SearchResult
@@ -62,6 +63,8 @@ def search(
     """Find past postmortems that resemble TEXT."""
     if not text.strip():
         raise InputError("search text is empty; describe the symptoms or paste the alert")
+    check_query(text, name="search text")
+    check_k(k)
     filters = SearchFilters(
         tiers=caller_tiers(tier),
         include_superseded=include_superseded,
@@ -69,6 +72,7 @@ def search(
         date_from=_date(since, "since"),
         date_to=_date(until, "until"),
     )
+    check_filters(filters, since="--since", until="--until")
     if mode not in MODES:
         raise InputError(f"--mode is {mode!r}, expected one of {', '.join(MODES)}")
     options = SearchOptions(
@@ -88,17 +92,22 @@ def search(
             tiers=[c.access_tier for c in result.candidates],
             detail={"mode": result.mode, "k": k},
         )
+        emptied = empty_reason(kb.index(), filters) if not result.candidates else None
     if as_json:
-        print_json(result_json(result, explain=explain))
+        print_json({**result_json(result, explain=explain), "empty_because": emptied})
         return
-    render_result(result)
+    render_result(result, emptied)
     if explain:
         render_explain(result)
 
 
-def render_result(result: SearchResult) -> None:
+def render_result(result: SearchResult, emptied: str | None = None) -> None:
+    """``emptied``: which filter left nothing to search (:func:`seenbefore.limits.empty_reason`)."""
     if not result.candidates:
-        console.print("no matching postmortems (nothing shared enough words with the query)")
+        if emptied:
+            console.print(f"no matching postmortems: {emptied}")
+        else:
+            console.print("no matching postmortems (nothing shared enough words with the query)")
         return
     d = result.details
     verdict = "[bold red]NO PRECEDENT (novel)[/]" if d.get("novel") else "precedent found"
@@ -133,6 +142,11 @@ def render_explain(result: SearchResult) -> None:
         f"[bold]confidence[/]: {d.get('confidence')} from {d.get('signals')} "
         f"(model: {d.get('confidence_model_key')}: {d.get('confidence_model')})"
     )
+    fit = d.get("confidence_model_fit") or {}
+    if fit.get("live"):
+        console.print(f"[bold]live confidence model[/]: {fit['live']}")
+    if d.get("sparse_unit"):
+        console.print(f"[bold]sparse[/]: ranked by {d['sparse_unit']} (BM25F + word pairs)")
     table = Table(title="per-retriever ranks and scores")
     for col in (
         "#",

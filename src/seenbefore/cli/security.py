@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from seenbefore.cli.common import console, err_console, open_store, print_json, settings
+from seenbefore.errors import InputError
 from seenbefore.security.audit import AuditLog, AuditRecord
 from seenbefore.security.tokens import ROLES, TokenStore, local_principal
 from seenbefore.storage.sqlport import ServiceStore
@@ -95,8 +96,9 @@ def token_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
         )
         return
     table = Table(title=f"{len(infos)} tokens")
-    for col in ("id", "name", "role", "tiers", "created", "last used", "revoked"):
-        table.add_column(col)
+    table.add_column("id", no_wrap=True, min_width=max((len(t.id) for t in infos), default=2))
+    for col in ("name", "role", "tiers", "created", "last used", "revoked"):
+        table.add_column(col, overflow="fold")
     for t in infos:
         table.add_row(
             t.id,
@@ -112,11 +114,32 @@ def token_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
 
 @token_app.command("revoke")
 def token_revoke(token_id: Annotated[str, typer.Argument(help="id from `token list`")]) -> None:
-    """Revoke a token: it stops working at once."""
+    """Revoke a token: it stops working at once. A unique prefix of the id is enough."""
     with open_store() as store:
-        TokenStore(store).revoke(token_id)
+        tokens = TokenStore(store)
+        token_id = _whole_id(token_id, [t.id for t in tokens.list()])
+        tokens.revoke(token_id)
         record_local(store, "token.revoke", settings().tiers, detail={"token_id": token_id})
     console.print(f"revoked {token_id}")
+
+
+MIN_ID_PREFIX = 8  # "tok_" and 4 hex digits: short enough to type, long enough to mean one
+
+
+def _whole_id(given: str, ids: Sequence[str]) -> str:
+    """The id ``given`` names: itself, or the one id it is a prefix of (a table may have cut it
+    short with '…'). Ambiguous prefixes are refused; unknown ones fall through to revoke's
+    NotFoundError."""
+    text = given.strip().rstrip("…").rstrip(".")
+    if text in ids:
+        return text
+    matches = [i for i in ids if len(text) >= MIN_ID_PREFIX and i.startswith(text)]
+    if len(matches) > 1:
+        raise InputError(
+            f"token id prefix {given!r} matches {len(matches)} tokens ({', '.join(matches)}); "
+            "give more of the id"
+        )
+    return matches[0] if matches else given
 
 
 # -- audit ----------------------------------------------------------------------------------

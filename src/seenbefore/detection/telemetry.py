@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import json
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import InputError
+from seenbefore.parsing import load_json, read_text
 
 METRICS: tuple[str, ...] = (
     "cpu_utilization",
@@ -267,14 +269,18 @@ def simulate(
 
 
 # -- reading real series ------------------------------------------------------------------------
-def _parse_time(text: str) -> dt.datetime:
+def _parse_time(text: object, where: str) -> dt.datetime:
+    raw = str(text or "").strip()
     try:
-        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         try:
-            value = dt.datetime.fromtimestamp(float(text), tz=dt.UTC)
-        except ValueError:
-            raise InputError(f"timestamp {text!r} is neither ISO 8601 nor epoch seconds") from None
+            value = dt.datetime.fromtimestamp(float(raw), tz=dt.UTC)
+        except (ValueError, OverflowError, OSError):
+            raise InputError(
+                f"{where}: timestamp {raw[:40]!r} is neither ISO 8601 nor epoch seconds; "
+                "write e.g. 2024-03-14T09:30:00Z or 1710408600"
+            ) from None
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
@@ -302,19 +308,26 @@ def _finish(points: dict[str, dict[dt.datetime, float]], service: str, source: s
 
 def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
     """CSV with a ``timestamp`` column and one column per metric (or ``metric,value`` rows)."""
-    if not path.is_file():
-        raise InputError(f"{path} does not exist")
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+    text = read_text(path, what="telemetry CSV")
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a readable CSV file ({exc}); save it as plain CSV") from None
     if not rows:
         raise InputError(
             f"{path}: empty file; expected a header with 'timestamp' and metric columns"
         )
     if "timestamp" not in rows[0]:
-        raise InputError(f"{path}: no 'timestamp' column; columns are {list(rows[0])}")
+        shown = [str(c)[:40] for c in list(rows[0])[:10]]
+        raise InputError(f"{path}: no 'timestamp' column; columns are {shown}; add one")
     points: dict[str, dict[dt.datetime, list[float]]] = {}
     for number, row in enumerate(rows, start=2):
-        t = _parse_time(row["timestamp"])
+        if None in row:
+            raise InputError(
+                f"{path}:{number}: more fields than the header has columns; "
+                "give every row the same columns as the header"
+            )
+        t = _parse_time(row["timestamp"], f"{path}:{number}")
         pairs = (
             [(row["metric"], row["value"])]
             if "metric" in row and "value" in row
@@ -326,8 +339,10 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
             try:
                 value = float(raw)
             except ValueError:
-                raise InputError(f"{path}:{number}: {metric} is {raw!r}, not a number") from None
-            points.setdefault(metric, {}).setdefault(t, []).append(value)
+                raise InputError(
+                    f"{path}:{number}: {str(metric)[:40]} is {raw[:40]!r}, not a number"
+                ) from None
+            points.setdefault(str(metric), {}).setdefault(t, []).append(value)
     averaged = {m: {t: float(np.mean(v)) for t, v in per.items()} for m, per in points.items()}
     return _finish(averaged, service or path.stem, str(path))
 
@@ -335,29 +350,50 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
 def read_prometheus(path: Path, *, service: str | None = None) -> Telemetry:
     """A Prometheus ``/api/v1/query_range`` response (resultType matrix); the metric name is the
     series' ``__name__`` label (or ``metric``)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a readable JSON file ({exc})") from exc
-    result = data.get("data", {}).get("result") if isinstance(data, dict) else None
+    data = load_json(path, what="Prometheus query_range JSON")
+    return parse_query_range(data, str(path), service=service, default_service=path.stem)
+
+
+def parse_query_range(
+    data: Any, source: str, *, service: str | None = None, default_service: str = "prometheus"
+) -> Telemetry:
+    """Telemetry from a decoded ``query_range`` response (a saved file or a live server's);
+    ``source`` names it in errors. The service is the given one, else the series' ``service``
+    or ``job`` label, else ``default_service``."""
+    path = source
+    given = service
+    service = None
+    body = data.get("data") if isinstance(data, dict) else None
+    result = body.get("result") if isinstance(body, dict) else None
     if (
-        data.get("status") != "success"
-        or data["data"].get("resultType") != "matrix"
-        or result is None
+        not isinstance(data, dict)
+        or data.get("status") != "success"
+        or not isinstance(body, dict)
+        or body.get("resultType") != "matrix"
+        or not isinstance(result, list)
     ):
         raise InputError(
-            f"{path}: expected a query_range response with status success and resultType matrix"
+            f"{path}: expected a query_range response with status success and resultType "
+            "matrix (the JSON of GET /api/v1/query_range)"
         )
     points: dict[str, dict[dt.datetime, float]] = {}
-    for item in result:
-        labels = item.get("metric", {})
-        name = labels.get("__name__") or labels.get("metric") or "value"
-        service = service or labels.get("service") or labels.get("job")
-        for ts, raw in item.get("values", []):
+    for number, item in enumerate(result):
+        where = f"{path}: data.result[{number}]"
+        labels = item.get("metric", {}) if isinstance(item, dict) else None
+        values = item.get("values", []) if isinstance(item, dict) else None
+        if not isinstance(labels, dict) or not isinstance(values, list):
+            raise InputError(f"{where}: expected {{'metric': {{labels}}, 'values': [[t, v], ...]}}")
+        name = str(labels.get("__name__") or labels.get("metric") or "value")
+        found = labels.get("service") or labels.get("job")
+        service = given or service or (str(found) if found else None)
+        for pair in values:
             try:
-                points.setdefault(name, {})[dt.datetime.fromtimestamp(float(ts), tz=dt.UTC)] = (
-                    float(raw)
-                )
-            except (TypeError, ValueError):
-                raise InputError(f"{path}: {name} has a non-numeric sample {raw!r}") from None
-    return _finish(points, service or path.stem, str(path))
+                ts, raw = pair
+                when = dt.datetime.fromtimestamp(float(ts), tz=dt.UTC)
+                points.setdefault(name, {})[when] = float(raw)
+            except (TypeError, ValueError, OverflowError, OSError):
+                raise InputError(
+                    f"{where}: {name[:40]} has a sample {str(pair)[:60]} that is not "
+                    '[epoch seconds, "number"]'
+                ) from None
+    return _finish(points, service or default_service, source)

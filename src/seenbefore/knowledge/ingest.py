@@ -34,6 +34,7 @@ class IngestReport:
     quarantined: list[tuple[str, str]] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
     flagged: list[tuple[str, list[str]]] = field(default_factory=list)  # (id, injection kinds)
+    replaced: list[tuple[str, str]] = field(default_factory=list)  # (id, the source it replaced)
     chunks_written: int = 0
 
     def counts(self) -> dict[str, int]:
@@ -72,6 +73,11 @@ def discover(paths: Sequence[Path]) -> list[Path]:
     return found
 
 
+def same_source(stored: str, incoming: str) -> bool:
+    """One source: the same file (a JSONL record may move to another line of its file)."""
+    return stored.split("#L", 1)[0] == incoming.split("#L", 1)[0]
+
+
 class Ingestor:
     """Ingests files into a store; keeps per-run state for duplicate-id detection."""
 
@@ -91,8 +97,15 @@ class Ingestor:
         self.mapping = mapping
         self.progress = progress
         self.vectorize = vectorize
+        self.replace = False
+        self._refused: set[str] = set()  # ids whose claim by another source was refused
 
-    def ingest(self, paths: Sequence[Path], *, prune: bool = False) -> IngestReport:
+    def ingest(
+        self, paths: Sequence[Path], *, prune: bool = False, replace: bool = False
+    ) -> IngestReport:
+        """``replace``: a file may take over an id another source holds (see _ingest_one)."""
+        self.replace = replace
+        self._refused = set()
         files = discover(paths)
         report = IngestReport()
         known = self.store.fingerprints()
@@ -110,8 +123,9 @@ class Ingestor:
         report.superseded = sorted(set(self.store.superseded_ids()) - superseded_before)
         return report
 
-    def retry(self, source: str) -> IngestReport:
+    def retry(self, source: str, *, replace: bool = False) -> IngestReport:
         """Re-validate one quarantined source after a fix (a file, or one line of a JSONL file)."""
+        self.replace = replace
         report = IngestReport()
         file_part, _, line = source.partition("#L")
         path = Path(file_part)
@@ -170,11 +184,25 @@ class Ingestor:
                     pm.content_hash,
                 )
             return
+        previous = known.get(pm.id)
+        if previous is not None and not same_source(previous[1], pm.source):
+            if not self.replace:
+                self._quarantine(
+                    pm.source,
+                    f"id '{pm.id}' already belongs to {previous[1] or 'a document'}; this source "
+                    f"({pm.source}) declares it too. Give this one a new id, or ingest it with "
+                    "--replace to replace the stored document (a moved file needs --replace once)",
+                    pm.id,
+                    report,
+                    pm.content_hash,
+                )
+                self._refused.add(pm.id)  # its stored document is kept, even by --prune
+                return
+            report.replaced.append((pm.id, previous[1]))
         seen[pm.id] = pm
         kinds: list[str] = sorted({f.kind for f in scan(pm.body)})
         if kinds:  # kept (it may be a genuine write-up of an attack) but flagged, every run
             report.flagged.append((pm.id, kinds))
-        previous = known.get(pm.id)
         if previous is not None and previous[0] == pm.content_hash and previous[1] == pm.source:
             report.unchanged.append(pm.id)
             self.store.clear_quarantine(pm.source)
@@ -211,7 +239,7 @@ class Ingestor:
         resolved = [r.resolve() for r in roots]
         pruned = []
         for doc_id, (_, source) in self.store.fingerprints().items():
-            if doc_id in seen or source in seen_sources or not source:
+            if doc_id in seen or doc_id in self._refused or source in seen_sources or not source:
                 continue
             file_part = Path(source.split("#L", 1)[0])
             if any(file_part == r or r in file_part.parents for r in resolved):

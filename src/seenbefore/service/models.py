@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from seenbefore.limits import MAX_K, MAX_QUERY_CHARS, MAX_SERVICES  # the CLI's limits too
 from seenbefore.review.models import DismissReason, DraftEdits, Review
 
-MAX_QUERY_CHARS = 10_000
 MAX_MARKDOWN_CHARS = 1_000_000
 # the version of the search JSON shape, the same number the CLI's --json prints
 # (cli/common.JSON_SCHEMA_VERSION; tests/service/test_body_limit.py keeps them equal)
@@ -43,9 +43,9 @@ class SearchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    k: int = Field(default=5, ge=1, le=50)
+    k: int = Field(default=5, ge=1, le=MAX_K)
     mode: Literal["hybrid", "sparse", "dense"] = "hybrid"
-    services: list[str] = Field(default_factory=list, max_length=50)
+    services: list[str] = Field(default_factory=list, max_length=MAX_SERVICES)
     since: dt.date | None = None
     until: dt.date | None = None
     include_superseded: bool = False
@@ -94,7 +94,7 @@ class InvestigationIn(BaseModel):
 
     text: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="alert text or note")
     severity: Literal["SEV1", "SEV2", "SEV3", "SEV4"] | None = None
-    services: list[str] = Field(default_factory=list, max_length=50)
+    services: list[str] = Field(default_factory=list, max_length=MAX_SERVICES)
 
 
 class DeviationIn(BaseModel):

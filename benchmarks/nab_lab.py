@@ -5,6 +5,7 @@ configuration per category and overall with NAB's scorer. Not a benchmark by its
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,8 @@ def load_corpus(data: Path, labels: Path) -> list[CorpusFile]:
 
 
 def _key(name: str, params: Mapping[str, Any]) -> str:
-    text = json.dumps({"member": name, **params}, sort_keys=True, default=str)
+    code = hashlib.sha1(inspect.getsource(REGISTRY[name]).encode()).hexdigest()
+    text = json.dumps({"member": name, "code": code, **params}, sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -86,7 +88,7 @@ def ensemble_scores(f: CorpusFile, config: Mapping[str, Any]) -> np.ndarray:
     from seenbefore.detection.ensemble import COMBINERS, rest_after_fire
 
     combined = COMBINERS[ens.combine](np.vstack(calibrated))
-    rest = ens.probation // 5 if ens.rest is None else ens.rest
+    rest = int(ens.rest_fraction * ens.probation) if ens.rest is None else ens.rest
     return rest_after_fire(combined, fire=ens.fire, rest=rest, damp=ens.damp)
 
 

@@ -72,7 +72,9 @@ def test_nab_command_on_a_small_labelled_tree(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["normalised_score"] > 50  # the obvious spike is found inside its window
-    assert payload["scoreboard_reoptimised_on_aws"]["numenta"] == 73.4
+    assert payload["scoreboard_all58"]["numenta HTM"] == 70.1
+    assert set(payload["scopes"]) == {"realAWSCloudwatch", "all"}
+    assert set(payload["scopes"]["all"]) == {"standard", "reward_low_FP_rate", "reward_low_FN_rate"}
     written = list((tmp_path / "out").rglob("*.csv"))
     assert len(written) == 1
     header = written[0].read_text().splitlines()[0]

@@ -480,9 +480,9 @@ def test_real_nab_null_and_perfect(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="repeats the previous row's"):
         nab.run_nab(data, labels, tmp_path, never, "null")
     null = nab.run_nab(data, labels, tmp_path, never, "null", allow_repeated_timestamps=True)
-    perfect = nab.run_nab(data, labels, tmp_path, oracle, "perfect", allow_repeated_timestamps=True)
-    assert len(null.files) == 17
-    assert (null.null_score, null.perfect_score) == (-30.0, 30.0)  # 30 AWS windows
+    perfect = nab.run_nab(data, labels, tmp_path, oracle, "perfect", repair=True)
+    assert len(null.files) == len(perfect.files) == 51 and not perfect.skipped
+    assert (null.null_score, null.perfect_score) == (-97.0, 97.0)  # 97 windows in 51 files
     assert null.normalised == 0.0
     assert perfect.normalised == 100.0
     assert len(list((tmp_path / "perfect" / "realAWSCloudwatch").glob("perfect_*.csv"))) == 17

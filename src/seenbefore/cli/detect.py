@@ -289,49 +289,13 @@ def _frame(
 def nab(
     data: Annotated[Path, typer.Option(help="NAB data directory (…/nab/data)")],
     labels: Annotated[Path, typer.Option(help="combined_windows.json")],
-    out: Annotated[Path, typer.Option(help="where NAB-format result files go")],
-    dampen: Annotated[int, typer.Option(help="points after an alert scaled down (0 = off)")] = 288,
+    out: Annotated[
+        Path, typer.Option(help="where NAB-format result files go (for NAB's own scorer)")
+    ] = Path("nab-results"),
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Run the detector in streaming mode over NAB and score it with NAB's standard profile."""
-    from seenbefore.detection.nab import (
-        SCOREBOARD_AWS_ALLFILE_THRESHOLDS,
-        SCOREBOARD_AWS_REOPTIMISED,
-        run_nab,
-    )
-    from seenbefore.detection.streaming import StreamingParams, nab_stream
+    """Stream every labelled NAB file under --data through the detector ensemble and score
+    it per category and overall with NAB's three profiles."""
+    from seenbefore.cli.nab_view import run_and_show
 
-    started = time.perf_counter()
-    with (
-        console.status("streaming NAB files through the detector") if not as_json else nullcontext()
-    ):
-        report = run_nab(
-            data,
-            labels,
-            out,
-            nab_stream(StreamingParams(dampen=dampen)),
-            "seenbefore",
-            allow_repeated_timestamps=True,
-        )
-    payload = {
-        "normalised_score": report.normalised,
-        "threshold": report.threshold,
-        "files": {f.relative_path: f.normalised for f in report.files},
-        "scoreboard_reoptimised_on_aws": SCOREBOARD_AWS_REOPTIMISED,
-        "scoreboard_allfile_thresholds": SCOREBOARD_AWS_ALLFILE_THRESHOLDS,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    if as_json:
-        print_json(payload)
-        return
-    table = Table(title="NAB standard profile, threshold re-optimised on the files scored")
-    table.add_column("detector")
-    table.add_column("score", justify="right")
-    table.add_row("[bold]seenbefore (this run)[/]", f"[bold]{report.normalised:.1f}[/]")
-    for name, score in SCOREBOARD_AWS_REOPTIMISED.items():
-        table.add_row(name, f"{score:.1f}")
-    console.print(table)
-    console.print(
-        f"threshold {report.threshold:.4f}; result files under {out}; "
-        f"{payload['seconds']} s. Repeated timestamps are kept, as NAB keeps them."
-    )
+    run_and_show(data, labels, out, as_json=as_json)

@@ -6,11 +6,15 @@ combined, then quietened after each alert.
    their recent raw scores are against their own past, on NAB's log scale); binary members
    (``direct``) already say "never seen before" and are kept as they are;
 3. the calibrated scores are combined (``max`` or ``mean``);
-4. after a row whose combined score reaches ``fire``, the next ``rest`` rows are multiplied
-   by ``damp`` (CAD OSE and the HTM likelihood filter do the same: NAB credits only the first
+4. after a row whose combined score reaches ``fire``, the next ``rest`` rows (default
+   ``rest_fraction`` of the probationary period, 1/5 as in CAD OSE) are multiplied by
+   ``damp`` (CAD OSE and the HTM likelihood filter do the same: NAB credits only the first
    detection in a window and charges every false one).
 
-Each step reads rows <= t only, so appending rows never changes earlier scores (tested).
+Each step reads rows <= t only, so appending rows never changes earlier scores (tested). The
+symbolic members quantise over the probationary rows' range, so their raw scores for rows
+inside that period are final once it is complete; the likelihood reports 0.5 over the whole
+period, so the ensemble's output through it is causal for every prefix.
 """
 
 from __future__ import annotations
@@ -26,7 +30,16 @@ from seenbefore.detection.features import Array
 from seenbefore.detection.likelihood import AnomalyLikelihood
 from seenbefore.errors import InputError
 
-DEFAULT_MEMBERS = ("spatial", "sequence", "entropy", "robust_z")
+DEFAULT_MEMBERS = ("spatial", "sequence")
+DEFAULT_PARAMS: dict[str, Any] = {
+    "members": ["spatial", "sequence"],
+    "member_params": {"sequence": {"bins": 5, "order": 3}},
+    "rest_fraction": 0.2,
+}
+"""The shipped configuration: chosen by leave-one-category-out on NAB's dev categories
+(``benchmarks/nab_sweep.py``; the README says how each parameter was chosen)."""
+
+
 def _max(stacked: Array) -> Array:
     return np.asarray(stacked.max(axis=0), dtype=np.float64)
 
@@ -71,6 +84,7 @@ class StreamingEnsemble(StreamDetector):
         history: int = 8640,
         fire: float = 0.5,
         rest: int | None = None,
+        rest_fraction: float = 0.2,
         damp: float = 0.0,
     ) -> None:
         self.probation = probation
@@ -82,6 +96,7 @@ class StreamingEnsemble(StreamDetector):
         self.history = history
         self.fire = fire
         self.rest = rest
+        self.rest_fraction = rest_fraction
         self.damp = damp
 
     def _member(self, name: str) -> StreamDetector:
@@ -115,5 +130,17 @@ class StreamingEnsemble(StreamDetector):
         self.components_ = calibrated
         stacked = np.vstack([calibrated[name] for name in self.members])
         combined = COMBINERS[self.combine](stacked)
-        rest = self.probation // 5 if self.rest is None else self.rest
+        rest = int(self.rest_fraction * self.probation) if self.rest is None else self.rest
         return rest_after_fire(combined, fire=self.fire, rest=rest, damp=self.damp)
+
+
+def nab_stream(**params: Any) -> Callable[[Array, Sequence[Any]], Array]:
+    """A NAB ``ScoreStream``: the ensemble with NAB's probationary period for the file (15 %
+    of its rows, at most 750), as NAB hands it to every detector."""
+    from seenbefore.detection.nab_scoring import probationary_length
+
+    def score(values: Array, timestamps: Sequence[Any]) -> Array:
+        ensemble = StreamingEnsemble(probation=probationary_length(len(values)), **params)
+        return np.asarray(ensemble.fit(values).scores_, dtype=np.float64)
+
+    return score

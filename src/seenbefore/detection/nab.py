@@ -26,11 +26,13 @@ __all__ = [
     "FileReport",
     "NabReport",
     "NabSeries",
+    "data_files",
     "parse_timestamp",
     "read_series",
     "read_windows",
     "result_path",
     "run_nab",
+    "score_scopes",
     "window_labels",
     "write_results",
 ]
@@ -47,6 +49,17 @@ SCOREBOARD_AWS_ALLFILE_THRESHOLDS: dict[str, float] = {"numenta": 73.4, "Random 
 """Thresholds tuned on all 58 NAB files, re-normalised on the AWS subset; matches
 ``shared/data/nab/derived_subset_scores_standard.csv`` (numenta 73.42, randomCutForest 57.56),
 which its README says is derived, not an official NAB number."""
+
+SCOREBOARD_ALL58: dict[str, float] = {
+    "ARTime": 74.9,
+    "numenta HTM": 70.1,
+    "CAD OSE": 69.9,
+    "KNN-CAD": 58.0,
+    "Relative Entropy": 54.6,
+    "Random Cut Forest": 51.7,
+    "windowedGaussian": 39.6,
+}
+"""Published standard-profile scores on all 58 NAB files (thresholds optimised on all 58)."""
 
 RESULT_HEADER = ("timestamp", "value", "anomaly_score", "label")
 
@@ -119,7 +132,7 @@ def write_results(
             writer.writerow((stamp.strftime("%Y-%m-%d %H:%M:%S"), repr(value), repr(score), label))
 
 
-def _data_files(data_dir: Path, labelled: Collection[str]) -> list[str]:
+def data_files(data_dir: Path, labelled: Collection[str]) -> list[str]:
     if not data_dir.is_dir():
         raise InputError(f"NAB data directory {data_dir} does not exist; pass NAB's data/ folder")
     found = sorted(p.relative_to(data_dir).as_posix() for p in data_dir.rglob("*.csv"))
@@ -164,7 +177,7 @@ def run_nab(
         )
     windows = read_windows(labels_path)
     if files is None:
-        chosen = _data_files(data_dir, windows)
+        chosen = data_files(data_dir, windows)
     else:
         chosen = list(files)
         for rel in chosen:
@@ -256,3 +269,61 @@ def score_report(
         files=tuple(reports),
         scored=tuple(scored),
     )
+
+
+@dataclass(frozen=True)
+class ScopeScore:
+    """One scope (a category, or all files) under one profile, threshold optimised on the
+    scope's own files as NAB's optimiser does. ``normalised`` is ``None`` for a scope with no
+    label windows (artificialNoAnomaly), where only false positives can be counted."""
+
+    scope: str
+    profile: str
+    files: int
+    normalised: float | None
+    raw_score: float
+    threshold: float
+    false_positives: int
+    windows: int
+    windows_detected: int
+
+
+def category_of(relative_path: str) -> str:
+    return relative_path.split("/", 1)[0] if "/" in relative_path else "."
+
+
+def score_scope(
+    scope: str, files: Sequence[NabFile], profile: Profile, threshold: float | None = None
+) -> ScopeScore:
+    """Score ``files`` together at ``threshold`` (default: NAB's optimised one for them)."""
+    if threshold is None:
+        threshold, _ = nab_scoring.optimise_threshold(files, profile)
+    results = nab_scoring.score_files(files, threshold, profile)
+    raw = sum(r.score for r in results)
+    null = nab_scoring.null_score(files, profile)
+    perfect = nab_scoring.perfect_score(files, profile)
+    return ScopeScore(
+        scope=scope,
+        profile=profile.name,
+        files=len(files),
+        normalised=nab_scoring.normalise(raw, null, perfect) if perfect != null else None,
+        raw_score=raw,
+        threshold=threshold,
+        false_positives=sum(r.fp for r in results),
+        windows=sum(r.windows for r in results),
+        windows_detected=sum(r.windows_detected for r in results),
+    )
+
+
+def score_scopes(
+    scored: Sequence[NabFile], profiles: Sequence[Profile]
+) -> dict[str, dict[str, ScopeScore]]:
+    """``{scope: {profile: score}}`` for each category and for ``"all"`` (every file)."""
+    groups: dict[str, list[NabFile]] = {}
+    for f in scored:
+        groups.setdefault(category_of(f.name), []).append(f)
+    scopes = {**dict(sorted(groups.items())), "all": list(scored)}
+    return {
+        scope: {p.name: score_scope(scope, files, p) for p in profiles}
+        for scope, files in scopes.items()
+    }

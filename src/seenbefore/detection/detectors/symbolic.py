@@ -26,9 +26,16 @@ from seenbefore.detection.features import Array
 def quantise(x: Array, probation: int, bins: int) -> npt.NDArray[np.int64]:
     """Bin index of each value over the first ``probation`` rows' range, capped at one range's
     width below and above it."""
+    q = _bins(x, probation, bins)
+    return np.clip(q, -bins, 2 * bins - 1).astype(np.int64)
+
+
+def _bins(x: Array, probation: int, bins: int) -> Array:
+    """Unclipped bin numbers; the probation range's top value is in the top bin."""
     lo, span = probation_range(x, probation)
     q = np.floor((x - lo) / (span / bins))
-    return np.clip(q, -bins, 2 * bins - 1).astype(np.int64)
+    q[(q == bins) & (x <= lo + span)] = bins - 1
+    return q
 
 
 class SequenceNovelty(StreamDetector):
@@ -84,9 +91,8 @@ class RelativeEntropy(StreamDetector):
         out = np.zeros(n)
         if n < w:
             return out
-        lo, span = probation_range(x, self.probation)
         # bins inside the probation range, plus one below and one above it
-        q = np.clip(np.floor((x - lo) / (span / self.bins)), -1, self.bins) + 1
+        q = np.clip(_bins(x, self.probation, self.bins), -1, self.bins) + 1
         symbols = q.astype(np.int64)
         categories = self.bins + 2
         threshold = float(chi2.isf(self.significance, categories - 1))

@@ -1,0 +1,108 @@
+"""The streaming detectors and the ensemble: hand-worked scores, the estimator contract, and
+no look-ahead (appending rows never changes an earlier row's score)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seenbefore.detection.detectors import (
+    REGISTRY,
+    RelativeEntropy,
+    SequenceNovelty,
+    SpatialRange,
+    StreamDetector,
+)
+from seenbefore.detection.ensemble import StreamingEnsemble, rest_after_fire
+from seenbefore.errors import InputError
+
+SMALL = {  # small settings so every detector has state to carry on a 1200-row series
+    "forest": {
+        "probation": 300,
+        "window": 50,
+        "season": None,
+        "refit_every": 200,
+        "n_estimators": 10,
+    },
+    "sequence": {"probation": 300},
+    "entropy": {"probation": 300, "window": 20},
+    "robust_z": {"window": 50},
+    "spatial": {},
+}
+
+
+def series(n: int = 1200, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = 10 + np.sin(np.arange(n) / 20) + rng.normal(0, 0.2, n)
+    x[700:705] += 6  # an episode after the cut below
+    x[400] -= 4
+    return x
+
+
+def test_spatial_range_hand_worked() -> None:
+    # row 4: 10.6 > 10 + 5 % of 10; row 5: -1 < 0 - 5 % of 10.6
+    x = np.array([0.0, 10.0, 5.0, 9.0, 10.6, -1.0])
+    assert SpatialRange().fit(x).scores_.tolist() == [0, 0, 0, 0, 1, 1]
+
+
+def test_sequence_novelty_hand_worked() -> None:
+    # probation range [0, 1], 2 bins: symbols 0 1 0 1 0 1 1; share of new contexts
+    # row 3: (0,1) seen, (1,0,1) new -> 1/2; row 6: (1,1) and (0,1,1) new -> 1
+    x = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    got = SequenceNovelty(probation=4, bins=2, order=2).fit(x).scores_
+    assert got.tolist() == [0.0, 1.0, 1.0, 0.5, 0.0, 0.0, 1.0]
+
+
+def test_relative_entropy_hand_worked() -> None:
+    # windows of 4 alternate 0/1: one hypothesis, accepted again and again (score 0); the
+    # window [0, 1, 0, 5] holds a value above the range: no hypothesis fits (KL infinite),
+    # score 1; the next [1, 0, 5, 5] has 2 * 4 * KL = 1.386 < chi2.isf(0.01, 3) = 11.34
+    # against that new hypothesis: accepted, seen twice, score 0
+    x = np.array([0.0, 1.0] * 6 + [5.0, 5.0])
+    got = RelativeEntropy(probation=8, bins=2, window=4).fit(x).scores_
+    assert got.tolist() == [0.0] * 12 + [1.0, 0.0]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_no_look_ahead_for_each_detector(name: str) -> None:
+    x = series()
+    full = REGISTRY[name](**SMALL[name]).fit(x).scores_
+    part = REGISTRY[name](**SMALL[name]).fit(x[:650]).scores_
+    assert len(full) == 1200 and np.array_equal(full[:650], part)
+    assert np.all((full >= 0) & (full <= 1))
+
+
+def test_no_look_ahead_for_the_ensemble() -> None:
+    x = series()
+    params = {"probation": 300, "members": tuple(sorted(REGISTRY)), "member_params": SMALL}
+    full = StreamingEnsemble(**params).fit(x)
+    part = StreamingEnsemble(**params).fit(x[:650])
+    assert np.array_equal(full.scores_[:650], part.scores_)
+    assert set(full.components_) == set(REGISTRY)
+    assert full.scores_[700:706].max() > 0.5  # the episode is found
+
+
+def test_rest_after_fire_hand_worked() -> None:
+    scores = np.array([0.0, 0.9, 0.8, 0.2, 0.7, 0.6])
+    assert rest_after_fire(scores, fire=0.5, rest=2, damp=0.5).tolist() == [
+        0.0,
+        0.9,
+        0.4,
+        0.1,
+        0.7,
+        0.3,
+    ]
+
+
+def test_estimator_contract() -> None:
+    det = SequenceNovelty(bins=4)
+    assert det.get_params() == {"probation": 750, "bins": 4, "order": 6}
+    assert det.set_params(order=3) is det and det.order == 3
+    assert isinstance(det.fit(np.arange(10.0)), StreamDetector)
+    assert hasattr(det, "scores_") and det.n_seen_ == 10
+    with pytest.raises(InputError, match="has no parameter 'nope'"):
+        det.set_params(nope=1)
+    with pytest.raises(InputError, match="NaN or infinite"):
+        det.fit(np.array([1.0, np.nan]))
+    with pytest.raises(InputError, match="unknown ensemble member 'nope'"):
+        StreamingEnsemble(members=("nope",)).fit(np.arange(10.0))

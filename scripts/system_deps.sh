@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Debian packages `make test` drives for real (not Python packages): headless Chromium for the
-# review-queue browser test and Prometheus Alertmanager for the webhook test. Installs the missing
+# review-queue browser test, Prometheus Alertmanager for the webhook test and Prometheus for the
+# live query_range test. Installs the missing
 # ones when run as root; otherwise prints the exact command to run and stops, so `make test` never
 # fails later with a missing browser. Usage: scripts/system_deps.sh [--check]
 set -euo pipefail
 declare -A wanted=(
     [/usr/bin/chromium]=chromium
     [/usr/bin/prometheus-alertmanager]=prometheus-alertmanager
+    [/usr/bin/prometheus]=prometheus
 )
 missing=()
 for path in "${!wanted[@]}"; do

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,13 +26,52 @@ SPARK = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLE = {"SEV1": "bold red", "SEV2": "red", "SEV3": "yellow", "SEV4": "dim"}
 
 
+@dataclass(frozen=True)
+class LiveQuery:
+    """``--prometheus URL`` with ``--query``, ``--since`` and ``--step``."""
+
+    query: str | None = None
+    since: str = "6h"
+    step: str = "60s"
+
+
+def _read_prometheus(source: str, live: LiveQuery) -> Telemetry:
+    """A live server when ``source`` is an http(s) URL, else a saved query_range JSON file."""
+    if not source.startswith(("http://", "https://")):
+        if live.query:
+            raise InputError(
+                f"--query needs --prometheus to be a server URL (http://...), got {source!r}"
+            )
+        return read_prometheus(Path(source))
+    if not live.query:
+        raise InputError(
+            f"--prometheus {source} is a server: give --query with a PromQL expression "
+            "(and optionally --since 6h --step 60s)"
+        )
+    from seenbefore.detection.prometheus_live import parse_duration, query_range
+
+    return query_range(
+        source,
+        live.query,
+        since=parse_duration(live.since, "--since"),
+        step=parse_duration(live.step, "--step"),
+    )
+
+
 def _telemetry(
-    scenario: list[str] | None, hours: float, seed: int, csv: Path | None, prometheus: Path | None
+    scenario: list[str] | None,
+    hours: float,
+    seed: int,
+    csv: Path | None,
+    prometheus: str | None,
+    live: LiveQuery | None = None,
 ) -> tuple[Telemetry, int]:
     if csv and prometheus:
         raise InputError("give --csv or --prometheus, not both")
     if csv or prometheus:
-        telemetry = read_csv(csv) if csv else read_prometheus(prometheus)  # type: ignore[arg-type]
+        telemetry = (
+            read_csv(csv) if csv else _read_prometheus(prometheus or "", live or LiveQuery())
+        )
         return telemetry, max(30, int(0.3 * len(telemetry.timestamps)))
     names = list(SCENARIOS) if scenario in (None, []) or scenario == ["all"] else scenario
     return simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=24.0), 24 * 60
@@ -103,7 +143,17 @@ def detect_command(
     ] = 48.0,
     seed: Annotated[int, typer.Option()] = 0,
     csv: Annotated[Path | None, typer.Option(help="read metrics from a CSV instead")] = None,
-    prometheus: Annotated[Path | None, typer.Option(help="read a query_range JSON instead")] = None,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(help="a saved query_range JSON file, or a live server URL (with --query)"),
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option(help="PromQL for --prometheus URL, e.g. 'up'")
+    ] = None,
+    since: Annotated[
+        str, typer.Option(help="how far back to read from --prometheus URL (30m, 6h, 2d)")
+    ] = "6h",
+    step: Annotated[str, typer.Option(help="resolution for --prometheus URL (15s, 60s)")] = "60s",
     rules: Annotated[
         Path | None, typer.Option(help="rules YAML (default: the packaged rules)")
     ] = None,
@@ -116,7 +166,8 @@ def detect_command(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
-    telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus)
+    live = LiveQuery(query=query, since=since, step=step)
+    telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus, live)
     with console.status("fitting and scoring", spinner="dots") if not as_json else nullcontext():
         report = detect(
             telemetry, params=DetectionParams(train_minutes=train), rules=load_rules(rules)

@@ -289,6 +289,11 @@ class KnowledgeBase:
             default=fallback,
         )
 
+    def gate_default(self) -> FusionWeights:
+        """The shipped fusion weights for the active dense family (weight 0 when none)."""
+        default = shipped_defaults()["fusion"].get(self.dense_family())
+        return _weights(default) if default else FusionWeights(0.0, "no shipped weights")
+
     def confidence_model(self, key: str) -> ConfidenceModel | None:
         fitted = (self.store.get_json("confidence_models") or {}).get(key)
         own = ((self.store.get_json("self_calibration") or {}).get("modes") or {}).get(key) or {}
@@ -343,6 +348,7 @@ class KnowledgeBase:
             result.details["confidence_model_fit"] = {
                 "threshold": confidence.threshold,
                 "held_out": dict(confidence.metrics).get("held_out"),
+                "live": self.live_model_line(key),
             }
         return result
 
@@ -386,13 +392,22 @@ class KnowledgeBase:
             "chunks_without_vectors": int(visible.sum()) - with_vectors,
             "lsa_staleness": self.lsa_staleness(),
             "lsa_refit_fraction": self.settings.lsa_refit_fraction,
+            "confidence_model": self.live_model_line(),
         }
+
+    def live_model_line(self, key: str | None = None) -> str:
+        """How the live confidence model was fitted, with its held-out figures (one line)."""
+        from seenbefore.evaluation.selfcal import describe
+
+        if key is not None and (self.store.get_json("confidence_models") or {}).get(key):
+            return f"{key}: fitted by `seenbefore calibrate` on labelled cases"
+        return describe(self.store.get_json("self_calibration"), key)
 
 
 def _self_gate(record: dict[str, Any] | None, family: str) -> dict[str, Any] | None:
     """The dense weight self-calibration measured for ``family`` (None when it did not)."""
     gate = ((record or {}).get("modes") or {}).get("gate")
-    if not gate or record is None or record.get("family") != family:
+    if not gate or not gate.get("kept") or record is None or record.get("family") != family:
         return None
     return {"dense": gate["dense"], "source": gate["source"]}
 

@@ -160,3 +160,42 @@ def test_snippet_is_the_best_chunk_and_scores_descend(kb: SQLiteStore) -> None:
     scores = [c.score for c in result.candidates]
     assert scores == sorted(scores, reverse=True)
     assert top.retrievers["sparse"].rank == 1 and top.matched_by == "sparse"
+
+
+def test_bm25f_scores_a_document_over_its_weighted_fields() -> None:
+    import math
+
+    from seenbefore.retrieval.bm25 import BM25Index
+
+    index = BM25Index.build_fields(
+        [("pool", "pool pool disk"), ("dns", "disk")], (2.0, 1.0), k1=1.2, b=0.75
+    )
+    # "pool": df 1 of 2 documents; field lengths (1, 3) against averages (1, 2)
+    tf = 2.0 * 1 / (0.25 + 0.75 * 1 / 1) + 1.0 * 2 / (0.25 + 0.75 * 3 / 2)
+    expected = math.log(2.0) * tf * 2.2 / (tf + 1.2)
+    scores = index.scores(["pool"], None)
+    assert scores[0] == pytest.approx(expected, rel=1e-6)
+    assert scores[1] == 0.0
+    assert index.coverage(["pool", "dns"], 1) == pytest.approx(0.5)
+
+
+def test_word_pairs_skip_stop_words_on_both_sides() -> None:
+    from seenbefore.retrieval.bm25 import analyse, phrases
+
+    assert analyse("error rates in the US-EAST-1 Region", stem=False, ngram=2) == [
+        "error rates",
+        "rates us",
+        "us east",
+        "east 1",
+        "1 region",
+    ]
+    assert phrases("x y x y", stem=False) == ["x y", "y x"]
+
+
+def test_join_chunks_drops_the_overlap_each_chunk_repeats() -> None:
+    from seenbefore.retrieval.corpus import join_chunks
+
+    assert join_chunks(["one two three four", "three four five", "six"]) == (
+        "one two three four five six"
+    )
+    assert join_chunks(["a b", "c d"]) == "a b c d"

@@ -101,6 +101,7 @@ def stats(
         "chunks_without_vectors",
         "lsa_staleness",
         "fallback_reason",
+        "confidence_model",
     ):
         if payload.get(key) is not None:
             table.add_row(key, str(payload[key]))

@@ -26,7 +26,11 @@ from seenbefore.evaluation.report import (
     markdown,
     regressions,
     reliability_png,
+    strict,
     summary,
+)
+from seenbefore.evaluation.report import (
+    per_case as per_case_records,
 )
 from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.evaluation.suite import build_suite, default_kb_dir, sample_files
@@ -94,7 +98,7 @@ def calibrate(
             ),
             str(model["threshold"]),
         )
-    console.print(table)
+    console.print(table, width=None if console.is_terminal else 200)
     console.print("persisted with the knowledge base" if not dry_run else "dry run: nothing saved")
 
 
@@ -125,7 +129,7 @@ def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: b
             str(m["threshold"]),
             weights,
         )
-    console.print(table)
+    console.print(table, width=None if console.is_terminal else 200)
     console.print("persisted with the knowledge base" if persist else "dry run: nothing saved")
 
 
@@ -156,7 +160,8 @@ def _print_table(report: EvalReport, title: str) -> None:
             table.add_column(name, justify="right")
         for name, metrics in summary(report).items():
             table.add_row(name, *(fmt(metrics[k]) for k, _ in columns))
-        console.print(table)
+        # in a log (not a terminal) rich would wrap to 80 columns and cut figures ("Bri…")
+        console.print(table, width=None if console.is_terminal else 200)
     console.print(
         "[dim]ECE/Brier/AUROC: confidence as shipped, all cases. ECE*/Brier*: confidence "
         "refitted on the fit split, measured on the held-out split.[/]"
@@ -358,6 +363,7 @@ def _write_report(
             cells.append("hit" if ok else "miss")
         per_case.append(f"| {case.id} | {fmt(overlaps.get(case.id))} | " + " | ".join(cells) + " |")
     (directory / "report.md").write_text(text + "\n".join(per_case) + "\n", encoding="utf-8")
+    record = strict({**payload, "per_case": per_case_records(report)})
     (directory / "report.json").write_text(
-        json.dumps(payload, indent=2, default=str), encoding="utf-8"
+        json.dumps(record, indent=2, default=str, allow_nan=False), encoding="utf-8"
     )

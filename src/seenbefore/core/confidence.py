@@ -8,6 +8,7 @@ confidence: weights are fitted non-negative), so it is monotonic in every signal
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,9 @@ class ConfidenceModel:
     threshold: float = 0.5
     source: str = ""
     metrics: Mapping[str, Any] = field(default_factory=dict)
+    # optional monotone recalibration of the logistic output: (raw, calibrated) knots, raw
+    # ascending, interpolated linearly (isotonic regression fitted on held-apart cases)
+    calibration: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         negative = {k: v for k, v in self.weights.items() if v < 0}
@@ -46,9 +50,12 @@ class ConfidenceModel:
         if unknown:
             raise ValueError(f"unknown confidence signals {sorted(unknown)}; known: {SIGNALS}")
 
-    def predict(self, signals: Mapping[str, float]) -> float:
+    def raw(self, signals: Mapping[str, float]) -> float:
         z = self.bias + sum(w * float(signals.get(name, 0.0)) for name, w in self.weights.items())
         return _sigmoid(z)
+
+    def predict(self, signals: Mapping[str, float]) -> float:
+        return recalibrate(self.raw(signals), self.calibration)
 
     def is_novel(self, confidence: float) -> bool:
         return confidence < self.threshold
@@ -60,6 +67,7 @@ class ConfidenceModel:
             "threshold": self.threshold,
             "source": self.source,
             "metrics": dict(self.metrics),
+            "calibration": [list(k) for k in self.calibration],
         }
 
     @classmethod
@@ -70,7 +78,45 @@ class ConfidenceModel:
             threshold=float(data.get("threshold", 0.5)),
             source=str(data.get("source", "")),
             metrics=dict(data.get("metrics", {})),
+            calibration=tuple((float(a), float(b)) for a, b in data.get("calibration") or ()),
         )
+
+
+def recalibrate(p: float, knots: Sequence[tuple[float, float]]) -> float:
+    """``p`` mapped through monotone (raw, calibrated) ``knots`` by linear interpolation;
+    clamped to the end knots' values outside them; ``p`` itself without knots."""
+    if not knots:
+        return p
+    if p <= knots[0][0]:
+        return knots[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(knots):
+        if p <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (p - x0) / (x1 - x0)
+    return knots[-1][1]
+
+
+def isotonic_knots(
+    raw: Sequence[float], outcomes: Sequence[int], *, shrink: float = 1.0
+) -> tuple[tuple[float, float], ...]:
+    """Pool-adjacent-violators fit of outcome on raw score: non-decreasing knots at each
+    block's mean raw score. Each block's rate is shrunk toward the raw score by ``shrink``
+    pseudo-cases (a small block says little), so one lucky case cannot reach 0 or 1."""
+    pairs = sorted(zip(raw, outcomes, strict=True))
+    blocks: list[list[float]] = []  # [sum_raw, sum_y, n]
+    for x, y in pairs:
+        blocks.append([x, float(y), 1.0])
+        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
+            last = blocks.pop()
+            for i in range(3):
+                blocks[-1][i] += last[i]
+    knots = []
+    for sx, sy, n in blocks:
+        x = sx / n
+        knots.append((x, (sy + shrink * x) / (n + shrink)))
+    out: list[tuple[float, float]] = []
+    for kx, ky in knots:  # shrinking can break monotonicity by a hair: restore it
+        out.append((kx, max(ky, out[-1][1]) if out else ky))
+    return tuple((round(kx, 6), round(ky, 6)) for kx, ky in out)
 
 
 def _sigmoid(z: float) -> float:

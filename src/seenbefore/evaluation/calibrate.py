@@ -19,7 +19,7 @@ from seenbefore.core.confidence import (
     brier,
     expected_calibration_error,
 )
-from seenbefore.core.trust import FusionWeights, choose_weight_cv
+from seenbefore.core.trust import FusionWeights, choose_weight
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
 from seenbefore.kb import KnowledgeBase
@@ -96,12 +96,25 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
         "novel_precision": _round(tp / sum(novel_pred)) if sum(novel_pred) else None,
         "novel_recall": _round(tp / sum(expect)) if sum(expect) else None,
         "no_precedent_cases": sum(expect),
-        "hit_at_1": round(sum(correct) / len(runs), 4) if runs else None,
+        # Hit@1 over the cases that have a precedent (a no-precedent case has no right answer)
+        "hit_at_1": (
+            round(sum(c for c, h in zip(correct, has_precedent, strict=True) if h) / n_prec, 4)
+            if (n_prec := sum(has_precedent))
+            else None
+        ),
     }
 
 
 def _round(v: float) -> float | None:
     return None if math.isnan(v) else round(v, 4)
+
+
+def production_mrr(
+    kb: KnowledgeBase, cases: Sequence[Case], weight: float, tiers: Sequence[str]
+) -> float:
+    """MRR of the served hybrid search at dense weight ``weight`` over ``cases``."""
+    runs = [run_case(kb, c, "hybrid", tiers=tiers, dense_weight=weight) for c in cases]
+    return sum(reciprocal_rank(r.ranking, r.case.relevant) for r in runs) / max(1, len(runs))
 
 
 def mean_rr(runs: Sequence[tuple[CaseRun, CaseRun]], weight: float) -> float:
@@ -137,12 +150,12 @@ def calibrate(
     sparse = {c.id: run_case(kb, c, "sparse", tiers=tiers) for c in cases}
     weights: FusionWeights | None = None
     if has_dense:
-        dense = {c.id: run_case(kb, c, "dense", tiers=tiers) for c in cases}
-        pairs = {c.id: (sparse[c.id], dense[c.id]) for c in cases}
-        weights = choose_weight_cv(
-            [pairs[c.id] for c in cases if not c.expect_novel],
-            lambda w, rs: mean_rr(rs, w),
-            seed=seed,
+        # the weight is chosen on the fit half and checked on the held-out half, each weight
+        # run through the production hybrid search (its fuser and depth), not a top-k proxy
+        weights = choose_weight(
+            [c for c in fit if not c.expect_novel],
+            [c for c in held if not c.expect_novel],
+            lambda w, cs: production_mrr(kb, cs, w, tiers),
         )
         weights = FusionWeights(weights.dense, f"{weights.source} ({label})", weights.evidence)
         report["weights"] = {
@@ -154,13 +167,17 @@ def calibrate(
     sparse_model = fit_confidence(
         [sparse[c.id] for c in fit], f"fitted on {len(fit)} cases ({label})"
     )
-    models["sparse"] = _with_metrics(sparse_model, [sparse[c.id] for c in held])
+    models["sparse"] = _with_metrics(
+        sparse_model, [sparse[c.id] for c in held], [sparse[c.id] for c in fit]
+    )
     if has_dense and weights is not None and weights.dense > 0:
         hybrid = {
             c.id: run_case(kb, c, "hybrid", tiers=tiers, dense_weight=weights.dense) for c in cases
         }
         model = fit_confidence([hybrid[c.id] for c in fit], f"fitted on {len(fit)} cases ({label})")
-        models[f"hybrid:{family}"] = _with_metrics(model, [hybrid[c.id] for c in held])
+        models[f"hybrid:{family}"] = _with_metrics(
+            model, [hybrid[c.id] for c in held], [hybrid[c.id] for c in fit]
+        )
     report["confidence"] = {k: v.as_dict() for k, v in models.items()}
     if persist:
         if weights is not None:
@@ -173,7 +190,19 @@ def calibrate(
     return report
 
 
-def _with_metrics(model: ConfidenceModel, held: Sequence[CaseRun]) -> ConfidenceModel:
+def _with_metrics(
+    model: ConfidenceModel, held: Sequence[CaseRun], fit: Sequence[CaseRun] = ()
+) -> ConfidenceModel:
+    """``model`` with its held-out figures; with no-precedent cases in ``fit``, its novelty
+    threshold moves to the stated operating point (selfcal.novel_threshold)."""
+    threshold = model.threshold
+    if any(r.case.expect_novel for r in fit):
+        from seenbefore.evaluation.selfcal import novel_threshold
+
+        threshold, _ = novel_threshold(
+            [model.predict(r.signals) for r in fit], [r.case.expect_novel for r in fit]
+        )
+    model = ConfidenceModel(model.weights, model.bias, threshold, model.source)
     return ConfidenceModel(
         model.weights,
         model.bias,

@@ -49,6 +49,44 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def strict(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None, so ``json.dumps(...,
+    allow_nan=False)`` writes strict JSON (NaN is not JSON; parsers other than Python's reject it)."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
+
+
+def per_case(report: EvalReport) -> list[dict[str, Any]]:
+    """Each case under each mode: rank of the first relevant document (None: not in the
+    ranking), confidence, verdict, and the top three ids."""
+    out = []
+    for case in report.cases:
+        modes = {}
+        for name, mode in report.modes.items():
+            o = mode.outputs[case.id]
+            rank = next((i for i, d in enumerate(o.ranking, 1) if d in case.relevant), None)
+            modes[name] = {
+                "rank": rank,
+                "confidence": round(o.confidence, 4),
+                "verdict": "no precedent" if o.novel else "precedent",
+                "top": o.ranking[:3],
+            }
+        out.append(
+            {
+                "case": case.id,
+                "expected": list(case.expected),
+                "expect_novel": case.expect_novel,
+                "modes": modes,
+            }
+        )
+    return out
+
+
 def summary(report: EvalReport) -> dict[str, dict[str, Any]]:
     return {
         name: {k: mode.metrics.get(k) for k, _ in COLUMNS}

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 FIELD_WEIGHTS = (2.0, 1.0)
 # weight of the word-pair (phrase) BM25F score added to the word score when ranking documents
 PHRASE_WEIGHT = 1.0
+# weight of the best chunk's BM25 score added to the document's (passage evidence)
+PASSAGE_WEIGHT = 0.0
 MAX_OVERLAP_WORDS = 200
 
 BoolArray = npt.NDArray[np.bool_]

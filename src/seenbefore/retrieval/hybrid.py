@@ -16,7 +16,13 @@ from seenbefore.core.fusion import RRF_K, ranked, rrf
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
 from seenbefore.retrieval.bm25 import phrases
-from seenbefore.retrieval.corpus import PHRASE_WEIGHT, BoolArray, CorpusIndex, FloatArray
+from seenbefore.retrieval.corpus import (
+    PASSAGE_WEIGHT,
+    PHRASE_WEIGHT,
+    BoolArray,
+    CorpusIndex,
+    FloatArray,
+)
 from seenbefore.retrieval.embedders import Embedder
 from seenbefore.retrieval.tokenize import query_terms
 from seenbefore.storage.base import Store
@@ -229,6 +235,8 @@ class HybridRetriever:
         per_doc = self.index.doc_bm25.scores(terms, doc_mask)
         if self.index.doc_phrases is not None and pairs and PHRASE_WEIGHT:
             per_doc += PHRASE_WEIGHT * self.index.doc_phrases.scores(pairs, doc_mask)
+        if PASSAGE_WEIGHT:  # passage-level evidence beside the document's (Callan 1994)
+            per_doc += PASSAGE_WEIGHT * self.index.best_per_doc(chunk_scores, 0.0)
         eligible = np.flatnonzero(doc_mask & (per_doc > 0))
         if len(eligible) > depth:
             eligible = eligible[np.argpartition(-per_doc[eligible], depth - 1)[:depth]]

@@ -184,8 +184,9 @@ def load_yaml(
         (_LimitedLoader,),
         {"allow_aliases": aliases, "max_nodes": max_nodes, "max_depth": max_depth},
     )
-    loader = loader_class(text)
+    loader = None
     try:
+        loader = loader_class(text)  # reads the first characters: control characters fail here
         return loader.get_single_data()
     except _Refused as exc:
         raise YAMLProblem(_line(exc.mark, first_line), exc.cause, exc.fix) from None
@@ -195,6 +196,12 @@ def load_yaml(
         raise YAMLProblem(
             _line(mark, first_line), f"not valid YAML ({cause})", _hint(cause)
         ) from exc
+    except yaml.reader.ReaderError as exc:  # a control character: say where, not an offset
+        raise YAMLProblem(
+            text.count("\n", 0, exc.position) + first_line,
+            f"character #x{exc.character:04x} is not allowed in YAML",
+            "remove control characters (NUL, escape codes) from the text",
+        ) from None
     except yaml.YAMLError as exc:
         raise YAMLProblem(None, f"not valid YAML ({exc})", _hint(str(exc))) from exc
     except (ValueError, TypeError, OverflowError) as exc:  # a constructor outside a node
@@ -204,7 +211,8 @@ def load_yaml(
     except RecursionError:
         raise YAMLProblem(None, "values nest too deeply", "flatten the structure") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _line(mark: Any, first_line: int) -> int | None:

@@ -78,13 +78,21 @@ def requests_from(
             f"{anomaly}: not an anomaly record: expected a JSON object as `detect --json` "
             "writes for each anomaly"
         )
+    from pydantic import ValidationError
+
+    from seenbefore.service.models import AnomalyIn  # the API's check, so both doors agree
+
     try:
-        return [from_anomaly(anomaly_from_dict(record))]
-    except (KeyError, TypeError, ValueError) as exc:
+        checked = AnomalyIn.model_validate(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the record"
         raise InputError(
-            f"{anomaly}: not an anomaly record ({type(exc).__name__}: {exc}); give one "
-            "anomaly object as `detect --json` writes it"
+            f"{anomaly}: not an anomaly record: {where}: {first['msg']} "
+            f"({len(exc.errors())} problem(s)); give one anomaly object as `detect --json` "
+            "writes it"
         ) from None
+    return [from_anomaly(anomaly_from_dict(checked.model_dump(mode="json")))]
 
 
 def make_reporter(cfg: Settings) -> Any:

@@ -1,9 +1,13 @@
-"""Detector scoring throughput (points/s), batch and streaming, on simulated telemetry.
+"""Detector scoring throughput (points/s), batch and streaming. Prints figures; asserts nothing.
 
-Streaming scores one new point at a time from a buffer of the last ``window`` points (what a live
-detector does); batch scores a whole series at once. Prints figures; asserts nothing.
+- The Isolation Forest on simulated telemetry (10 metrics): batch scores a whole series at
+  once; its streaming row scores one new point at a time from a buffer of the last ``window``
+  points.
+- The NAB ensemble on one series (a NAB file when --nab-file is given, else 20,000 simulated
+  points): streaming is ``OnlineEnsemble.update`` one point at a time (what a live detector
+  does); batch is ``StreamingEnsemble.fit`` on the whole series; each member alone in batch.
 
-    python benchmarks/detector.py
+    python benchmarks/detector.py [--nab-file ../shared/data/nab/data/realTweets/Twitter_volume_AAPL.csv]
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from seenbefore.detection.detector import WindowIsolationForest
 from seenbefore.detection.telemetry import simulate
 
 REPO = Path(__file__).resolve().parents[1]
-console = Console()
+console = Console(width=120)
 
 
 def main() -> int:
@@ -32,6 +36,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--stream-points", type=int, default=500)
+    parser.add_argument("--nab-file", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/detector.json")
     args = parser.parse_args()
     telemetry = simulate(
@@ -41,11 +46,11 @@ def main() -> int:
     rows = {}
     started = time.perf_counter()
     detector = WindowIsolationForest().fit(X[:1440])
-    rows["fit (1440 points x 10 metrics)"] = {"seconds": time.perf_counter() - started}
+    rows["forest fit (1440 points x 10 metrics)"] = {"seconds": time.perf_counter() - started}
     started = time.perf_counter()
     detector.anomaly_score(X, start=1440)
     seconds = time.perf_counter() - started
-    rows["batch"] = {
+    rows["forest batch"] = {
         "points": len(X) - 1440,
         "seconds": seconds,
         "points_per_s": (len(X) - 1440) / seconds,
@@ -58,7 +63,7 @@ def main() -> int:
         detector.anomaly_score(buffer, start=len(buffer) - 1)
         latencies.append(time.perf_counter() - clock)
     lat = np.array(latencies) * 1000
-    rows["streaming"] = {
+    rows["forest streaming: one point, buffer of window+5"] = {
         "points": args.stream_points,
         "seconds": float(lat.sum() / 1000),
         "points_per_s": args.stream_points / float(lat.sum() / 1000),
@@ -66,7 +71,10 @@ def main() -> int:
         "p95_ms": float(np.percentile(lat, 95)),
         "p99_ms": float(np.percentile(lat, 99)),
     }
-    table = Table(title=f"detector throughput ({len(metrics)} metrics, window {detector.window})")
+    rows.update(ensemble_rows(args.nab_file))
+    table = Table(
+        title=f"detector throughput (forest: {len(metrics)} metrics, window {detector.window})"
+    )
     for col in ("mode", "points", "seconds", "points/s", "p50 ms", "p95 ms", "p99 ms"):
         table.add_column(col, justify="right")
     for name, r in rows.items():
@@ -82,6 +90,8 @@ def main() -> int:
     args.out.write_text(
         json.dumps(
             {
+                "command": "python benchmarks/detector.py"
+                + (f" --nab-file {args.nab_file}" if args.nab_file else ""),
                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                 "results": rows,
             },
@@ -89,6 +99,62 @@ def main() -> int:
         )
     )
     return 0
+
+
+def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
+    """Throughput of the NAB ensemble on one series, one core."""
+    from seenbefore.detection.detectors import REGISTRY
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
+    from seenbefore.detection.nab_io import read_series
+    from seenbefore.detection.nab_scoring import probationary_length
+    from seenbefore.detection.online import OnlineEnsemble
+
+    if nab_file is not None:
+        x = read_series(nab_file, repair=True).values
+        label = nab_file.name
+    else:
+        rng = np.random.default_rng(0)
+        x = 10 + np.sin(np.arange(20_000) / 45) + rng.normal(0, 0.3, 20_000)
+        x[15_000:15_020] += 5
+        label = "simulated"
+    n = len(x)
+    console.print(f"ensemble series: {label}, {n} points")
+    probation = probationary_length(n)
+    out: dict[str, dict[str, float]] = {}
+    online = OnlineEnsemble(probation=probation)
+    latencies = np.empty(n)
+    for i, v in enumerate(x.tolist()):
+        clock = time.perf_counter()
+        online.update(v)
+        latencies[i] = time.perf_counter() - clock
+    lat = latencies * 1000
+    out["ensemble streaming: update() per point"] = {
+        "points": n,
+        "seconds": float(latencies.sum()),
+        "points_per_s": n / float(latencies.sum()),
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p95_ms": float(np.percentile(lat, 95)),
+        "p99_ms": float(np.percentile(lat, 99)),
+    }
+    started = time.perf_counter()
+    StreamingEnsemble(probation=probation, **DEFAULT_PARAMS).fit(x)
+    seconds = time.perf_counter() - started
+    out["ensemble batch: fit() on the series"] = {
+        "points": n,
+        "seconds": seconds,
+        "points_per_s": n / seconds,
+    }
+    for name, cls in REGISTRY.items():
+        params = {"probation": probation} if "probation" in cls().get_params() else {}
+        started = time.perf_counter()
+        cls(**params).fit(x)
+        seconds = time.perf_counter() - started
+        out[f"member {name} alone, batch"] = {
+            "points": n,
+            "seconds": seconds,
+            "points_per_s": n / seconds,
+        }
+    return out
 
 
 if __name__ == "__main__":

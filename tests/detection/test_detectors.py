@@ -106,3 +106,28 @@ def test_estimator_contract() -> None:
         det.fit(np.array([1.0, np.nan]))
     with pytest.raises(InputError, match="unknown ensemble member 'nope'"):
         StreamingEnsemble(members=("nope",)).fit(np.arange(10.0))
+
+
+def test_online_ensemble_matches_the_batch_point_by_point() -> None:
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS
+    from seenbefore.detection.online import OnlineEnsemble
+
+    x = series(2000)
+    x[1500:] += 1.5  # a level shift after probation
+    batch = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(x).scores_
+    online = OnlineEnsemble(probation=300)
+    got = np.array([online.update(v) for v in x])
+    assert np.allclose(got, batch, rtol=0, atol=1e-12)
+    assert got[700] == 1.0  # the episode leaves the range seen so far
+    with pytest.raises(InputError, match="is not finite"):
+        online.update(float("nan"))
+
+
+def test_shipped_ensemble_is_causal_inside_probation_too() -> None:
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS
+
+    x = series()
+    full = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(x).scores_
+    for cut in (100, 299, 301):
+        part = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(x[:cut]).scores_
+        assert np.array_equal(full[:cut], part)

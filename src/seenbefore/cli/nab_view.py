@@ -78,7 +78,8 @@ def run_and_show(data: Path, labels: Path, out: Path, *, as_json: bool) -> None:
     seconds = time.perf_counter() - started
     points = sum(len(f.timestamps) for f in report.scored)
     if as_json:
-        print_json(_payload(report, scopes, seconds, points))
+        command = f"seenbefore nab --data {data} --labels {labels} --out {out} --json"
+        print_json({"command": command, **_payload(report, scopes, seconds, points)})
         return
     for rel, what in report.repairs:
         console.print(f"[yellow]warning[/] {rel}: {what}", highlight=False)

@@ -5,15 +5,11 @@ of the file, as its own detectors receive it), then refitted every ``refit_every
 everything seen so far. Features at t read only points <= t, so appending future points never
 changes an earlier score (tested).
 
-``dampen`` (optional, causal): after a point scores s, the next ``dampen`` points are scaled by
-(1 - s) unless they are stranger: one alert per episode instead of a run of repeats.
+Quietening after an alert lives in :func:`seenbefore.detection.ensemble.rest_after_fire`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +25,6 @@ class StreamingParams:
     lag: int = 3
     probation: int = 500  # points of history before the first fit
     refit_every: int | None = 288
-    dampen: int = 0
     n_estimators: int = 100
     random_state: int = 0
 
@@ -50,7 +45,7 @@ def stream_scores(values: Array, params: StreamingParams) -> Array:
         position = stop
         if params.refit_every is not None and position < n:
             detector = _fit(x[:position], params)
-    return _dampen(scores, params.dampen) if params.dampen else scores
+    return scores
 
 
 def _fit(x: Array, params: StreamingParams) -> WindowIsolationForest:
@@ -61,27 +56,3 @@ def _fit(x: Array, params: StreamingParams) -> WindowIsolationForest:
         n_estimators=params.n_estimators,
         random_state=params.random_state,
     ).fit(x)
-
-
-def _dampen(scores: Array, horizon: int) -> Array:
-    out = scores.copy()
-    recent: list[tuple[int, float]] = []
-    for i, s in enumerate(scores):
-        recent = [(j, v) for j, v in recent if i - j <= horizon]
-        prior = max((v for _, v in recent), default=0.0)
-        if s <= prior:
-            out[i] = s * (1.0 - prior)
-        recent.append((i, s))
-    return out
-
-
-def nab_stream(params: StreamingParams) -> Callable[[Array, Sequence[dt.datetime]], Array]:
-    """A ``ScoreStream`` for the NAB runner: the probationary length is NAB's, from the file's
-    length, as NAB hands it to every detector."""
-    from seenbefore.detection.nab_scoring import probationary_length
-
-    def score(values: Array, timestamps: Sequence[dt.datetime]) -> Array:
-        probation = probationary_length(len(values))
-        return stream_scores(values, dataclasses.replace(params, probation=probation))
-
-    return score

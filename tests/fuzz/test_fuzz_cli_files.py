@@ -84,7 +84,12 @@ def test_case_files(tmp_path: Path, data: bytes) -> None:
 
 # -- rules --------------------------------------------------------------------------------------
 VALID_RULES = (Path(__file__).parents[2] / "src/seenbefore/detection/rules.yaml").read_bytes()
-rule_values = st.one_of(scalars, json_values)
+# wrong types, often: lists and mappings where a rule wants a word or a number
+rule_values = st.one_of(
+    st.lists(scalars, max_size=2),
+    st.dictionaries(st.text(max_size=3), scalars, max_size=2),
+    scalars,
+)
 shaped_rule = st.fixed_dictionaries(
     {
         "name": mostly(st.text(min_size=1, max_size=10), rule_values),

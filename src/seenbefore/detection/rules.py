@@ -72,11 +72,13 @@ def _rule(path: Path, number: int, item: Any) -> Rule:
     for key in ("name", "metric"):
         if not item.get(key):
             raise ConfigError(f"{where}: '{key}' is missing")
+        if isinstance(item[key], list | dict):
+            raise ConfigError(f"{where}: '{key}' is {item[key]!r}, expected text")
     severity = item.get("severity", "SEV3")
     if severity not in SEVERITIES:
         raise ConfigError(f"{where}: severity is {severity!r}, expected one of {SEVERITIES}")
     op = item.get("op", ">")
-    if op not in OPS:
+    if not isinstance(op, str) or op not in OPS:
         raise ConfigError(f"{where}: op is {op!r}, expected one of {', '.join(OPS)}")
     try:
         return Rule(
@@ -91,7 +93,7 @@ def _rule(path: Path, number: int, item: Any) -> Rule:
             over=int(item.get("over", 5)),
             relative_to=item.get("relative_to"),
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: `for: .inf`
         raise ConfigError(f"{where}: a numeric field is not a number ({exc})") from exc
 
 

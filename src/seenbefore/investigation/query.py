@@ -75,6 +75,9 @@ def from_anomaly(
         signal_strengths=_strengths(anomaly),
         started_at=anomaly.start,
         fingerprint=anomaly.fingerprint,
+        labels={  # where it happened, for people reading the queue (not searched)
+            k: v for k, v in (("cloud", anomaly.cloud), ("region", anomaly.region)) if v
+        },
     )
 
 

@@ -8,6 +8,7 @@ Search is a POST so query text never lands in URLs or access logs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,7 +22,7 @@ from seenbefore.errors import AuthError, InputError, SeenbeforeError
 from seenbefore.investigation.guard import sanitize_for_display
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.review.models import DismissReason, DraftEdits
-from seenbefore.service import actions
+from seenbefore.service import actions, queue_rows
 from seenbefore.service.deps import Caller, Ready, authenticate, ready
 from seenbefore.service.errors import TITLES, status_for
 from seenbefore.service.routers.postmortems import postmortem_out
@@ -215,7 +216,8 @@ def queue(request: Request, app: AppDep, who: WebCaller, status: str = "pending"
     for review in reviews:
         key = review.severity if review.severity in SEVERITIES else "unrated"
         groups.setdefault(str(key), []).append(review)
-    ordered = [(s, groups[s]) for s in order if s in groups]
+    now = dt.datetime.now(dt.UTC)  # most severe group first; newest first within it
+    ordered = [(s, queue_rows.newest_first(groups[s], now)) for s in order if s in groups]
     return page(request, "queue.html", _context(who, groups=ordered, status=chosen or "all"))
 
 

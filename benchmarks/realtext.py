@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 TIERS = ("general", "restricted", "security")
 HELD_OUT = ("Security", "Memory", "Cloud", "CI-CD", "Configuration")  # as fit_defaults.py
-console = Console()
+console = Console(width=200)  # whole figures in a log, not "Bri…"
 Ranker = Callable[[Case], list[str]]
 
 

@@ -11,6 +11,7 @@ rm -rf "$SEENBEFORE_HOME"  # a demo starts from nothing
 echo "== ingesting examples/postmortems into $SEENBEFORE_HOME (embedding with MiniLM takes a minute)"
 $SB ingest examples/postmortems --prune
 $SB stats
+echo "== live confidence model: $($SB stats --json | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["confidence_model"])')"
 
 echo
 echo "== seenbefore detect --scenario all --investigate"

@@ -359,6 +359,9 @@ class KnowledgeBase:
         profile = shipped_defaults().get("profiles", {}).get("anomaly", {})
         return replace(
             options,
+            # the anomaly profile's weights and confidence were fitted on best-chunk BM25
+            # (benchmarks/fit_defaults.py, benchmarks/anomalies.py): it keeps that ranking
+            sparse_unit="chunk",
             dense_weight=(
                 options.dense_weight
                 if options.dense_weight is not None

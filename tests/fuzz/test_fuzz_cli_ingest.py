@@ -8,6 +8,7 @@ through the CLI itself (typer's CliRunner) to check the exit code and the messag
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from seenbefore.cli.app import app
+from seenbefore.errors import MappingError
 from seenbefore.knowledge.ingest import Ingestor
+from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.storage.sqlite import SQLiteStore
 from tests.conftest import postmortem_text
-from tests.fuzz.strategies import atoms, documents, yamlish
+from tests.fuzz.strategies import atoms, documents, json_values, mostly, yamlish
 
 GOOD_ID = "INC-GOOD-001"
 VALID = postmortem_text(
@@ -98,6 +101,34 @@ def test_ingest_never_raises_and_keeps_the_good_document(kb: KB, data: bytes) ->
         assert source == str(path.resolve()) and reason.strip()
         assert "Traceback" not in reason
     assert GOOD_ID not in report.updated
+    kb.check_good_untouched()
+
+
+GRAPHRCA = FieldMapping.parse("graphrca")
+record_fields = ["id", "title", "company", "subcategory", "date", "severity", "category"]
+records = st.dictionaries(
+    st.sampled_from([*record_fields, "postmortem", "root_cause", "url"]),
+    mostly(st.text(max_size=12), json_values),
+).map(lambda r: json.dumps(r, allow_nan=True))
+jsonl_files = st.lists(
+    st.one_of(records, yamlish, st.sampled_from(["", "[" * 5000, "{}", "null"])), max_size=4
+).map(lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass"))
+
+
+@settings(FUZZ, max_examples=500)
+@given(data=st.one_of(jsonl_files, st.binary(max_size=300)))
+def test_jsonl_ingest_never_raises_and_keeps_the_good_document(kb: KB, data: bytes) -> None:
+    path = kb.folder / f"j{next(kb.names)}.jsonl"
+    path.write_bytes(data)
+    ingestor = Ingestor(kb.store, mapping=GRAPHRCA)
+    try:
+        report = ingestor.ingest([path])
+    except MappingError as exc:  # the first record lacks a mapped field: the CLI says which
+        assert str(path) in str(exc) or "template" in str(exc)
+    else:
+        for source, reason in report.quarantined:
+            assert source.startswith(f"{path.resolve()}#L") and reason.strip()
+        assert GOOD_ID not in report.updated
     kb.check_good_untouched()
 
 

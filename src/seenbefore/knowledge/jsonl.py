@@ -88,14 +88,21 @@ def resolve(source: str, record: Mapping[str, Any]) -> Any:
     if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"":
         return source[1:-1]
     if "{" in source:
-        names = [n for _, n, _, _ in string.Formatter().parse(source) if n]
-        missing = [n for n in names if n not in record]
-        if missing:
+        try:
+            names = [n for _, n, _, _ in string.Formatter().parse(source) if n]
+            missing = [n for n in names if n not in record]
+            if missing:
+                raise MappingError(
+                    f"template {source!r} uses field(s) {missing} that the record does not "
+                    f"have; available: {sorted(record)}"
+                )
+            return source.format_map({k: "" if v is None else v for k, v in record.items()})
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
             raise MappingError(
-                f"template {source!r} uses field(s) {missing} that the record does not have; "
-                f"available: {sorted(record)}"
-            )
-        return source.format_map({k: "" if v is None else v for k, v in record.items()})
+                f"template {source!r} cannot be filled ({type(exc).__name__}: {exc}); write "
+                "plain field names in braces, e.g. {company}: {summary}, and double a literal "
+                "brace ({{ or }})"
+            ) from None
     return record.get(source)
 
 
@@ -131,6 +138,9 @@ def read_jsonl(path: Path, mapping: FieldMapping) -> Iterator[Postmortem | Postm
                 record = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 yield PostmortemInvalid(origin, f"line {number} is not valid UTF-8 JSON ({exc})")
+                continue
+            except RecursionError:
+                yield PostmortemInvalid(origin, f"line {number} nests JSON too deeply to read")
                 continue
             if not isinstance(record, dict):
                 yield PostmortemInvalid(

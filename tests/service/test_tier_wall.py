@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from seenbefore.kb import KnowledgeBase
 from seenbefore.security.tokens import TokenStore
 from tests.conftest import postmortem_text
@@ -23,6 +25,20 @@ SUCCESSOR = postmortem_text(
     access_tier="restricted",
     supersedes="POOL-1",
 )
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Settings selecting the backend: SQLite, or a fresh PostgreSQL database (row-level
+    security by tier; tests/pg.py)."""
+    if request.param == "sqlite":
+        return {}
+    return {"database_url": request.getfixturevalue("pg_url")}
+
+
+@pytest.fixture
+def service(make_service: MakeService, backend: dict[str, Any]) -> Service:
+    return make_service(**backend)
 
 
 def _supersede_across_tiers(service: Service) -> None:
@@ -121,9 +137,9 @@ def _alert(status: str) -> dict[str, Any]:
 
 
 def test_a_resolved_webhook_closes_only_reviews_its_token_may_see(
-    make_service: MakeService,
+    make_service: MakeService, backend: dict[str, Any]
 ) -> None:
-    service = make_service(service_tiers=("general", "restricted"))
+    service = make_service(service_tiers=("general", "restricted"), **backend)
     with KnowledgeBase(service.settings) as kb:
         service.tokens["restricted_responder"], _ = TokenStore(kb.store).create(
             "vault-responder", "responder", ["general", "restricted"]

@@ -98,6 +98,10 @@ def test_binary_case_file_is_a_clean_error(tmp_path: Path) -> None:
     cases.mkdir()
     (cases / "x.yaml").write_bytes(BINARY)
     clean_failure(invoke("calibrate", str(cases)), 2, "is not valid UTF-8")
+    # eval reads the cases before it builds its knowledge bases: the error comes at once
+    result = invoke("eval", "--cases", str(cases), "--embedders", "lsa")
+    clean_failure(result, 2, "is not valid UTF-8")
+    assert "building" not in result.stdout
 
 
 def test_malformed_json_shapes_are_clean_errors(tmp_path: Path) -> None:

@@ -198,10 +198,11 @@ def eval_command(
     cache = cfg.home / "embedding-cache.sqlite"
     quiet = as_json
     say = (lambda msg: None) if quiet else (lambda msg: console.print(f"[dim]{msg}[/]"))
+    given = None if self_test else load_cases(cases_dir)  # a bad case file fails before building
     suite = build_suite(kb_path, embedders=names, cache=cache, progress=say)
     try:
         first = next(iter(suite.kbs.values()))
-        cases = self_test_cases(first.store, suite.tiers) if self_test else load_cases(cases_dir)
+        cases = given if given is not None else self_test_cases(first.store, suite.tiers)
         known = set(first.store.list_ids())
         unknown = sorted({d for c in cases for d in c.relevant} - known)
         if unknown:

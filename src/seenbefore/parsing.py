@@ -31,7 +31,8 @@ FRONT_MATTER_MAX_NODES = 2_000
 FRONT_MATTER_MAX_DEPTH = 16
 DOCUMENT_MAX_NODES = 20_000
 DOCUMENT_MAX_DEPTH = 32
-JSON_MAX_BYTES = 50_000_000
+TEXT_MAX_BYTES = 50_000_000  # a telemetry export or webhook JSON; /dev/zero stops here
+YAML_MAX_BYTES = 1_000_000  # a case or rules file
 
 
 class YAMLProblem(ValueError):
@@ -226,17 +227,20 @@ def read_text(
     max_bytes: int | None = None,
     error: type[SeenbeforeError] = InputError,
 ) -> str:
-    """A UTF-8 text file (a leading BOM is dropped). ``what`` names it in errors ("rules file")."""
+    """A UTF-8 text file (a leading BOM is dropped). ``what`` names it in errors ("rules file").
+    At most ``max_bytes`` are read, so a device or an endless pipe cannot exhaust memory."""
+    limit = TEXT_MAX_BYTES if max_bytes is None else max_bytes
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(limit + 1)
     except FileNotFoundError:
         raise error(f"{what} {path} does not exist; check the path") from None
     except IsADirectoryError:
         raise error(f"{what} {path} is a directory; give a file") from None
     except OSError as exc:
         raise error(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
-    if max_bytes is not None and len(raw) > max_bytes:
-        raise error(f"{what} {path} is {len(raw)} bytes, over the limit of {max_bytes}; split it")
+    if len(raw) > limit:
+        raise error(f"{what} {path} is larger than the limit of {limit} bytes; give a smaller file")
     return decode_text(raw, what=f"{what} {path}", error=error)
 
 
@@ -254,7 +258,7 @@ def load_json(
     path: Path,
     *,
     what: str,
-    max_bytes: int = JSON_MAX_BYTES,
+    max_bytes: int | None = None,
     error: type[SeenbeforeError] = InputError,
 ) -> Any:
     """A UTF-8 JSON file, parsed; ``error`` (InputError) says where it is not JSON."""

@@ -270,3 +270,17 @@ def test_token_list_shows_whole_ids_and_revoke_takes_a_unique_prefix() -> None:
     }
     assert states == {ids[0]: False, ids[1]: True}
     clean_failure(invoke("token", "revoke", "tok_"), 3, "no token with id 'tok_'")
+
+
+def test_devices_and_endless_streams_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # /dev/zero never ends: ingest refuses what is not a regular file, the other readers stop
+    # after their byte limit instead of filling memory
+    clean_failure(invoke("ingest", "/dev/zero"), 2, "/dev/zero is not a regular file")
+    monkeypatch.setattr("seenbefore.parsing.TEXT_MAX_BYTES", 1000)
+    clean_failure(
+        invoke("investigate", "--alert", "/dev/zero"),
+        2,
+        "Alertmanager webhook JSON /dev/zero is larger than the limit of 1000 bytes",
+    )
+    clean_failure(invoke("detect", "--csv", "/dev/zero"), 2, "larger than the limit of 1000")
+    clean_failure(invoke("detect", "--rules", "/dev/zero"), 2, "larger than the limit of 1000000")

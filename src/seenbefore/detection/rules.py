@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from seenbefore.detection.features import Array
 from seenbefore.errors import ConfigError
-from seenbefore.parsing import YAMLProblem, load_yaml, read_text
+from seenbefore.parsing import YAML_MAX_BYTES, YAMLProblem, load_yaml, read_text
 from seenbefore.types import SEVERITIES
 
 DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
@@ -53,7 +53,9 @@ class RuleHit:
 def load_rules(path: Path | None = None) -> list[Rule]:
     path = path or DEFAULT_RULES
     try:
-        data = load_yaml(read_text(path, what="rules file", error=ConfigError))
+        data = load_yaml(
+            read_text(path, what="rules file", error=ConfigError, max_bytes=YAML_MAX_BYTES)
+        )
     except YAMLProblem as exc:
         raise ConfigError(f"rules file {path}: {exc}") from exc
     items = data.get("rules") if isinstance(data, dict) else None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from seenbefore.errors import InputError
-from seenbefore.parsing import YAMLProblem, load_yaml, read_text
+from seenbefore.parsing import YAML_MAX_BYTES, YAMLProblem, load_yaml, read_text
 
 PACKAGED_CASES = Path(__file__).with_name("cases")
 
@@ -83,7 +83,7 @@ def load_cases(directory: Path | None = None) -> list[Case]:
     cases = []
     for path in files:
         try:
-            data = load_yaml(read_text(path, what="case file"))
+            data = load_yaml(read_text(path, what="case file", max_bytes=YAML_MAX_BYTES))
         except YAMLProblem as exc:
             raise InputError(f"case {path}: {exc}") from exc
         cases.append(parse_case(path, data))

@@ -68,6 +68,11 @@ def discover(paths: Sequence[Path]) -> list[Path]:
                 and p.suffix.lower() in MARKDOWN_SUFFIXES | JSONL_SUFFIXES
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
+        elif not path.is_file():
+            raise InputError(
+                f"{path} is not a regular file (a device, pipe or socket?); give a postmortem "
+                "file or directory"
+            )
         else:
             found.append(path)
     return found

@@ -7,6 +7,7 @@ surfaces as :class:`LLMError`, whose message names the endpoint and the model bu
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -213,6 +214,16 @@ class ScriptedLLM:
 
 
 def llm_from_settings(values: Mapping[str, Any]) -> LLM | None:
+    """The LLM client named by ``llm_client`` in ``values`` (else ``SEENBEFORE_LLM_CLIENT``,
+    else ``openai``), built by the factory registered under that name in the entry-point group
+    ``seenbefore.llm_clients`` (see :mod:`seenbefore.plugins`); None when not configured."""
+    from seenbefore import plugins
+
+    name = values.get("llm_client") or os.environ.get("SEENBEFORE_LLM_CLIENT") or "openai"
+    return plugins.llm_client_factory(str(name).strip())(values)
+
+
+def openai_client(values: Mapping[str, Any]) -> LLM | None:
     """An :class:`OpenAICompatibleLLM` from settings, or None when no endpoint is configured.
 
     Reads ``llm_base_url`` and ``llm_model`` (both needed), ``llm_api_key`` (optional; a plain

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
@@ -124,11 +125,17 @@ class HttpSender:
 
 
 def post_json(
-    client: httpx.Client, url: str, payload: dict[str, Any], *, timeout: float
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
 ) -> DeliveryResult:
-    """POST ``payload`` as JSON and classify the answer. Network errors become results."""
+    """POST ``payload`` as JSON and classify the answer. Network errors become results.
+    ``headers`` are added to the request (an ``Authorization`` header, say)."""
     body = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", **(headers or {})}
     try:
         response = client.post(url, content=body, headers=headers, timeout=timeout)
     except httpx.TimeoutException as exc:

@@ -18,6 +18,20 @@
     url = "https://events.pagerduty.com/v2/enqueue"        # optional
     timeout = 10
 
+    [notify.teams]               # optional channel: a Teams Workflows webhook
+    webhook_url = "https://....logic.azure.com/workflows/.../invoke?...&sig=..."  # a secret
+    timeout = 10
+
+    [notify.opsgenie]            # optional channel: Opsgenie / JSM Operations Alert API
+    api_key = "..."              # a secret: the API integration's key
+    url = "https://api.opsgenie.com"   # optional; EU: https://api.eu.opsgenie.com
+    responders = []              # optional, e.g. ["team:payments"]
+    tags = []                    # optional, added to seenbefore's own tags
+    timeout = 10
+
+    [notify.<name>]              # any other notifier registered by entry point (a plugin);
+                                 # its factory checks its own keys
+
     [notify.retry]               # optional; RetryPolicy fields
     attempts = 4
     base_delay = 0.5
@@ -25,6 +39,8 @@
     multiplier = 2
     jitter = 0.5
 
+Each channel table is built by the factory registered under its name in the entry-point group
+``seenbefore.notifiers`` (see ``seenbefore.plugins``); the built-ins register the same way.
 The outbox path is the caller's (``<home>/outbox.sqlite``). Error messages name the key that is
 wrong but never repeat a secret's value.
 """
@@ -39,49 +55,15 @@ from typing import Any
 
 import httpx
 
+from seenbefore import plugins
 from seenbefore.errors import ConfigError
-from seenbefore.notify.base import DEFAULT_TIMEOUT_S, Notifier, SupportsClose
+from seenbefore.notify.base import Notifier, SupportsClose
+from seenbefore.notify.options import check_table, number
 from seenbefore.notify.outbox import Outbox
-from seenbefore.notify.pagerduty import EVENTS_URL, PagerDutyNotifier
 from seenbefore.notify.router import RetryPolicy, Router
-from seenbefore.notify.slack import SlackNotifier
 
-_SECTIONS = {
-    "routes": None,
-    "slack": ("webhook_url", "timeout"),
-    "pagerduty": ("routing_key", "url", "timeout"),
-    "retry": ("attempts", "base_delay", "max_delay", "multiplier", "jitter"),
-}
-_SECRETS = {"webhook_url", "routing_key"}
-
-
-def _table(config: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    value = config.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"notify.{name} is a {type(value).__name__}; expected a table")
-    allowed = _SECTIONS[name]
-    if allowed is not None:
-        unknown = sorted(set(value) - set(allowed))
-        if unknown:
-            raise ConfigError(f"notify.{name} has unknown keys {unknown}; allowed: {list(allowed)}")
-    return dict(value)
-
-
-def _string(table: Mapping[str, Any], section: str, key: str, default: str | None = None) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str) or not value:
-        shown = "a secret, not shown" if key in _SECRETS else repr(value)
-        raise ConfigError(f"notify.{section}.{key} is missing or not a string ({shown})")
-    return value
-
-
-def _number(table: Mapping[str, Any], section: str, key: str, default: float) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"notify.{section}.{key} is {value!r}; expected a number")
-    return float(value)
+RESERVED = ("retry", "routes")  # every other key of [notify] names a notifier
+RETRY_KEYS = ("attempts", "base_delay", "max_delay", "multiplier", "jitter")
 
 
 def retry_policy(table: Mapping[str, Any] | None) -> RetryPolicy:
@@ -89,37 +71,54 @@ def retry_policy(table: Mapping[str, Any] | None) -> RetryPolicy:
     if not table:
         return RetryPolicy()
     values: dict[str, Any] = {}
-    for key, value in table.items():
+    for key, value in check_table(table, "retry", RETRY_KEYS).items():
         if key == "attempts":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"notify.retry.attempts is {value!r}; expected an integer")
             values[key] = value
         else:
-            values[key] = _number(table, "retry", key, 0.0)
+            values[key] = number(table, "retry", key, 0.0)
     return RetryPolicy(**values)
+
+
+def _check_names(config: Mapping[str, Any]) -> None:
+    channels = [k for k in config if k not in RESERVED]
+    if not channels:
+        return
+    known = plugins.names(plugins.NOTIFIERS)
+    unknown = sorted(k for k in channels if k not in known)
+    if unknown:
+        raise ConfigError(
+            f"notify has unknown keys {unknown}; allowed: {list(RESERVED)} and one table per "
+            f"notifier (registered: {', '.join(known)}). A notifier from another package "
+            f"registers under the entry-point group {plugins.NOTIFIERS!r}: pip install that "
+            "package, or fix the name"
+        )
 
 
 def build_notifiers(
     config: Mapping[str, Any], *, client: httpx.Client | None = None
 ) -> dict[str, Notifier]:
-    """The channels configured in ``config``: ``slack`` and/or ``pagerduty``."""
+    """One notifier per ``[notify.<name>]`` table, each built by the factory registered as
+    ``<name>`` (built-ins: slack, pagerduty, teams, opsgenie; others by entry point)."""
+    _check_names(config)
     notifiers: dict[str, Notifier] = {}
-    slack = _table(config, "slack")
-    if slack is not None:
-        notifiers["slack"] = SlackNotifier(
-            _string(slack, "slack", "webhook_url"),
-            client=client,
-            timeout=_number(slack, "slack", "timeout", DEFAULT_TIMEOUT_S),
-        )
-    pagerduty = _table(config, "pagerduty")
-    if pagerduty is not None:
-        notifiers["pagerduty"] = PagerDutyNotifier(
-            _string(pagerduty, "pagerduty", "routing_key"),
-            url=_string(pagerduty, "pagerduty", "url", EVENTS_URL),
-            client=client,
-            timeout=_number(pagerduty, "pagerduty", "timeout", DEFAULT_TIMEOUT_S),
-        )
+    try:
+        for name, table in config.items():
+            if name in RESERVED or table is None:
+                continue
+            factory = plugins.notifier_factory(name)
+            notifiers[name] = factory(check_table(table, name), client=client)
+    except BaseException:
+        _close(notifiers)
+        raise
     return notifiers
+
+
+def _close(notifiers: Mapping[str, Notifier]) -> None:
+    for notifier in notifiers.values():
+        if isinstance(notifier, SupportsClose):
+            notifier.close()
 
 
 def build_router(
@@ -131,11 +130,11 @@ def build_router(
     rng: random.Random | None = None,
 ) -> Router:
     """A ``Router`` for ``config`` with its outbox at ``outbox_path``. Raises ``ConfigError``."""
-    unknown = sorted(set(config) - set(_SECTIONS))
-    if unknown:
-        raise ConfigError(f"notify has unknown keys {unknown}; allowed: {sorted(_SECTIONS)}")
-    routes = _table(config, "routes")
-    retry = retry_policy(_table(config, "retry"))
+    routes = config.get("routes")
+    if routes is not None:
+        routes = check_table(routes, "routes")
+    retry_table = config.get("retry")
+    retry = retry_policy(None if retry_table is None else check_table(retry_table, "retry"))
     notifiers = build_notifiers(config, client=client)
     try:
         return Router(
@@ -147,7 +146,5 @@ def build_router(
             rng=rng,
         )
     except BaseException:
-        for notifier in notifiers.values():
-            if isinstance(notifier, SupportsClose):
-                notifier.close()
+        _close(notifiers)
         raise

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -35,10 +36,12 @@ from seenbefore.notify.base import (
     post_json,
     utc_iso,
 )
+from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
 from seenbefore.types import Anomaly, Severity
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
+CONFIG_KEYS = ("routing_key", "url", "timeout")
 SUMMARY_MAX = 1024
 DEDUP_KEY_MAX = 255
 CLIENT_NAME = "seenbefore"
@@ -171,3 +174,16 @@ class PagerDutyNotifier(HttpSender):
     def send(self, message: Notification) -> DeliveryResult:
         event = pagerduty_event(message, self._routing_key)
         return post_json(self._client, self.url, event, timeout=self.timeout)
+
+
+def from_config(
+    table: Mapping[str, Any], *, client: httpx.Client | None = None
+) -> PagerDutyNotifier:
+    """The ``[notify.pagerduty]`` table: ``routing_key`` (a secret), ``url``, ``timeout``."""
+    table = check_table(table, "pagerduty", CONFIG_KEYS)
+    return PagerDutyNotifier(
+        string(table, "pagerduty", "routing_key", secret=True),
+        url=string(table, "pagerduty", "url", EVENTS_URL),
+        client=client,
+        timeout=number(table, "pagerduty", "timeout", DEFAULT_TIMEOUT_S),
+    )

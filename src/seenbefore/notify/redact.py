@@ -1,7 +1,8 @@
 """Keep webhook URLs and routing keys out of logs and recorded errors.
 
 Senders register their secrets here when they are built. ``redact`` masks every registered secret
-(and anything shaped like a Slack webhook URL) in a string. httpx logs each request's full URL at
+(and anything shaped like a Slack webhook URL, and the ``sig=`` signature of a Teams Workflows
+trigger URL) in a string. httpx logs each request's full URL at
 INFO level, and a Slack webhook URL *is* the credential, so a filter on the ``httpx`` and
 ``httpcore.*`` loggers masks registered secrets in their records before any handler sees them; it
 changes nothing else about those records.
@@ -17,6 +18,7 @@ MASK = "[redacted]"
 MIN_SECRET_LENGTH = 4  # shorter strings would mask ordinary words; no real key is this short
 
 _SLACK_HOOK = re.compile(r"https?://hooks\.slack(?:-gov)?\.com/\S*")
+_SIGNATURE = re.compile(r"([?&]sig=)[^&\s\"'<>]+")  # the signature of a Workflows trigger URL
 _secrets: set[str] = set()
 _lock = threading.Lock()
 # Logger filters do not apply to child loggers' records, so each httpcore logger is named.
@@ -43,6 +45,7 @@ def redact(text: str) -> str:
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)  # longest first: a URL before its path
     text = _SLACK_HOOK.sub(MASK, text)  # first: a short registered secret could break the URL
+    text = _SIGNATURE.sub(rf"\1{MASK}", text)
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -35,8 +36,10 @@ from seenbefore.notify.base import (
     to_utc,
     url_secrets,
 )
+from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
 
+CONFIG_KEYS = ("webhook_url", "timeout")
 HEADER_MAX = 150
 FIELD_MAX = 2000
 TEXT_MAX = 3000
@@ -177,3 +180,13 @@ class SlackNotifier(HttpSender):
 
     def send(self, message: Notification) -> DeliveryResult:
         return post_json(self._client, self._url, slack_payload(message), timeout=self.timeout)
+
+
+def from_config(table: Mapping[str, Any], *, client: httpx.Client | None = None) -> SlackNotifier:
+    """The ``[notify.slack]`` table: ``webhook_url`` (a secret), ``timeout`` (seconds)."""
+    table = check_table(table, "slack", CONFIG_KEYS)
+    return SlackNotifier(
+        string(table, "slack", "webhook_url", secret=True),
+        client=client,
+        timeout=number(table, "slack", "timeout", DEFAULT_TIMEOUT_S),
+    )

@@ -1,0 +1,196 @@
+"""Microsoft Teams sender: an Adaptive Card posted to a Workflows webhook.
+
+Teams' Office 365 connectors (incoming webhooks) are retired; the replacement is a Workflows
+(Power Automate) flow started by the template "Post to a channel when a webhook request is
+received", whose trigger URL accepts a message with Adaptive Card attachments (Workflows take
+Adaptive Cards only, not the old MessageCard format)::
+
+    {"type": "message",
+     "attachments": [{"contentType": "application/vnd.microsoft.card.adaptive",
+                      "contentUrl": null,
+                      "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                                  "type": "AdaptiveCard", "version": "1.4",
+                                  "body": [TextBlock title, FactSet, TextBlock signature,
+                                           TextBlock rules and anomaly id],
+                                  "actions": [Action.OpenUrl]}}]}   # actions: when review_url is set
+
+A drafted hypothesis follows its anomaly as a second card (Workflows cannot thread replies).
+The flow answers ``202 Accepted`` with an empty body; 429 (throttled) and 5xx are worth
+retrying, other 4xx (a payload the flow rejects, a signature that is no longer valid, a deleted
+flow) need a person.
+
+The trigger URL is the credential (its ``sig`` query parameter signs it): it is registered with
+``redact`` and never logged or recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from seenbefore.errors import ConfigError
+from seenbefore.notify.base import (
+    DEFAULT_TIMEOUT_S,
+    DeliveryResult,
+    HttpSender,
+    Notification,
+    post_json,
+    url_secrets,
+)
+from seenbefore.notify.options import check_table, number, string
+from seenbefore.notify.redact import MASK, register_secret
+from seenbefore.notify.slack import truncate, window_text
+
+CONFIG_KEYS = ("webhook_url", "review_url", "timeout")
+CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
+CARD_VERSION = "1.4"
+CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+TITLE_MAX = 150
+TEXT_MAX = 3000  # our own cap per text block; a Teams message may be at most about 28 KB
+_ACTION_PREFIX = {"trigger": "", "acknowledge": "Acknowledged: ", "resolve": "Resolved: "}
+
+
+def _text(text: str, **style: Any) -> dict[str, Any]:
+    return {"type": "TextBlock", "text": truncate(text, TEXT_MAX), "wrap": True, **style}
+
+
+def _facts(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"type": "FactSet", "facts": [{"title": t, "value": v} for t, v in pairs]}
+
+
+def adaptive_card(body: list[dict[str, Any]], review_url: str | None = None) -> dict[str, Any]:
+    """An Adaptive Card 1.4 with ``body``, and an "Open" action when ``review_url`` is set."""
+    card: dict[str, Any] = {
+        "$schema": CARD_SCHEMA,
+        "type": "AdaptiveCard",
+        "version": CARD_VERSION,
+        "body": body,
+    }
+    if review_url:
+        card["actions"] = [
+            {"type": "Action.OpenUrl", "title": "Open the review queue", "url": review_url}
+        ]
+    return card
+
+
+def anomaly_card(message: Notification, review_url: str | None = None) -> dict[str, Any]:
+    anomaly = message.anomaly
+    severity = anomaly.severity or "unrated"
+    title = f"{_ACTION_PREFIX[message.action]}{severity} anomaly on {anomaly.service}"
+    rules = ", ".join(anomaly.rules) if anomaly.rules else "none"
+    body = [
+        _text(truncate(title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
+        _facts(
+            [
+                ("Service", anomaly.service),
+                ("Cloud / region", f"{anomaly.cloud} / {anomaly.region}"),
+                ("Severity", severity),
+                ("Window", window_text(anomaly.start, anomaly.end)),
+                ("Score", f"{anomaly.score:.2f}"),
+            ]
+        ),
+        _text(message.summary.strip() or "(no signature text)"),
+        _text(f"Rules: {rules} · anomaly {anomaly.id}", isSubtle=True, size="Small"),
+    ]
+    return adaptive_card(body, review_url)
+
+
+def draft_card(message: Notification, review_url: str | None = None) -> dict[str, Any]:
+    anomaly, draft = message.anomaly, message.draft or {}
+    novel = bool(draft.get("novel"))
+    title = (
+        f"No precedent for the {anomaly.service} anomaly"
+        if novel
+        else f"Seen before? Draft for the {anomaly.service} anomaly"
+    )
+    cited = draft.get("cited_incidents") or []
+    precedent = (
+        "none: no credible precedent in the knowledge base" if novel or not cited else str(cited[0])
+    )
+    confidence = f"{float(draft.get('confidence', 0.0)):.2f} ({draft.get('confidence_label', '?')})"
+    body = [
+        _text(truncate(title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
+        _facts([("Top precedent", precedent), ("Confidence", confidence)]),
+        _text(str(draft.get("hypothesis", ""))),
+        _text(
+            f"{draft.get('drafted_by', '')} · anomaly {anomaly.id} · advisory: a person decides",
+            isSubtle=True,
+            size="Small",
+        ),
+    ]
+    return adaptive_card(body, review_url)
+
+
+def teams_payload(message: Notification, review_url: str | None = None) -> dict[str, Any]:
+    """The Workflows webhook JSON body for ``message``: one Adaptive Card attachment."""
+    card = (
+        draft_card(message, review_url)
+        if message.draft is not None
+        else anomaly_card(message, review_url)
+    )
+    return {
+        "type": "message",
+        "attachments": [{"contentType": CARD_CONTENT_TYPE, "contentUrl": None, "content": card}],
+    }
+
+
+def _secret_forms(url: str) -> tuple[str, ...]:
+    forms = list(url_secrets(url))
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return tuple(forms)
+    query = parsed.query.decode("ascii", "replace")
+    if query:
+        forms.append(query)
+    forms.extend(value for key, value in parsed.params.multi_items() if key == "sig")
+    return tuple(forms)
+
+
+class TeamsNotifier(HttpSender):
+    """Posts Adaptive Cards to one Teams Workflows webhook (trigger URL)."""
+
+    def __init__(
+        self,
+        webhook_url: str,
+        *,
+        review_url: str | None = None,
+        client: httpx.Client | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        if not isinstance(webhook_url, str) or not webhook_url.startswith(("https://", "http://")):
+            raise ConfigError(
+                "teams webhook_url is not an http(s) URL; expected the HTTP POST URL of a "
+                "Workflows flow started by 'When a Teams webhook request is received' "
+                "(the value is a secret and is not shown)"
+            )
+        if review_url is not None and not review_url.startswith(("https://", "http://")):
+            raise ConfigError(
+                f"teams review_url is {review_url!r}; expected an http(s) URL such as "
+                "https://seenbefore.example.com/review"
+            )
+        register_secret(*_secret_forms(webhook_url))
+        super().__init__(client=client, timeout=timeout)
+        self._url = webhook_url
+        self.review_url = review_url
+
+    def __repr__(self) -> str:
+        return f"TeamsNotifier(webhook_url={MASK!r}, timeout={self.timeout!r})"
+
+    def send(self, message: Notification) -> DeliveryResult:
+        payload = teams_payload(message, self.review_url)
+        return post_json(self._client, self._url, payload, timeout=self.timeout)
+
+
+def from_config(table: Mapping[str, Any], *, client: httpx.Client | None = None) -> TeamsNotifier:
+    """The ``[notify.teams]`` table: ``webhook_url`` (a secret), ``review_url``, ``timeout``."""
+    table = check_table(table, "teams", CONFIG_KEYS)
+    review_url = string(table, "teams", "review_url") if "review_url" in table else None
+    return TeamsNotifier(
+        string(table, "teams", "webhook_url", secret=True),
+        review_url=review_url,
+        client=client,
+        timeout=number(table, "teams", "timeout", DEFAULT_TIMEOUT_S),
+    )

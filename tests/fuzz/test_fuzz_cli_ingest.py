@@ -35,9 +35,14 @@ VALID = postmortem_text(
     severity="SEV2",
 ).encode()
 FIELDS = ["id", "title", "date", "services", "tags", "signals", "status", "supersedes"]
-front_matter = st.lists(
-    st.tuples(st.sampled_from([*FIELDS, "access_tier", "extra"]), yamlish), max_size=8
-).map(lambda pairs: "\n".join(f"{k}: {v}" for k, v in pairs))
+keys = st.one_of(
+    st.sampled_from([*FIELDS, "access_tier", "extra", "2024-01-01", "~", "1", ".nan", "? [a]"]),
+    yamlish,
+)
+values = st.one_of(yamlish, st.sampled_from([".nan", "-.inf", "{2024-01-01: x, k: .inf}"]))
+front_matter = st.lists(st.tuples(keys, values), max_size=8).map(
+    lambda pairs: "\n".join(f"{k}: {v}" for k, v in pairs)
+)
 shaped = st.tuples(
     front_matter,
     st.sampled_from(["\n---\n", "\n", "\n--- \r\n", "\n...\n"]),
@@ -101,6 +106,9 @@ def test_ingest_never_raises_and_keeps_the_good_document(kb: KB, data: bytes) ->
         assert source == str(path.resolve()) and reason.strip()
         assert "Traceback" not in reason
     assert GOOD_ID not in report.updated
+    for doc_id in stored:  # what was stored can be served: strict JSON, as the API writes it
+        doc = kb.store.documents_meta([doc_id])[doc_id]
+        json.dumps(doc.postmortem.extra, allow_nan=False)
     kb.check_good_untouched()
 
 

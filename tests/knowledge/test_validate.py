@@ -106,3 +106,16 @@ def test_undecodable_and_oversized_bytes() -> None:
         decode("x.md", b"---\nid: A\n\xff\xfe", max_bytes=1000)
     with pytest.raises(PostmortemInvalid, match="over the limit of 10"):
         decode("x.md", b"x" * 11, max_bytes=10)
+
+
+def test_extra_fields_are_plain_json() -> None:
+    # a date as a key became a traceback when the extra fields were stored as JSON
+    pm = postmortem_from_markdown(
+        "x.md", postmortem_text(owner="team-a", **{"2024-01-01": "x", "~": "y"})
+    )
+    assert pm.extra == {"owner": "team-a", "2024-01-01": "x", "None": "y"}
+    assert reason(postmortem_text(cost=".nan")) == (
+        "front matter field 'cost' holds nan, which JSON cannot carry; quote it ('.nan') or "
+        "write a number"
+    )
+    assert "holds inf" in reason(postmortem_text(meta="{a: [1, .inf]}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -113,7 +114,7 @@ def build_postmortem(
         )
     if supersedes_id == doc_id:
         raise PostmortemInvalid(source, f"document {doc_id} says it supersedes itself")
-    extra = {k: _plain(v) for k, v in front.items() if k not in KNOWN_FIELDS}
+    extra = {str(k): _plain(source, str(k), v) for k, v in front.items() if k not in KNOWN_FIELDS}
     return Postmortem(
         id=doc_id,
         title=title,
@@ -185,12 +186,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.strip().lower()).strip("-")
 
 
-def _plain(value: Any) -> Any:
-    """Make YAML values JSON-friendly (dates become ISO strings)."""
+def _plain(source: str, name: str, value: Any) -> Any:
+    """Make YAML values JSON-friendly (dates become ISO strings, keys text); a NaN or infinity,
+    which JSON (and so the API and PostgreSQL) cannot carry, is refused."""
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PostmortemInvalid(
+            source,
+            f"front matter field '{name}' holds {value!r}, which JSON cannot carry; quote it "
+            "('.nan') or write a number",
+        )
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(source, name, v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(source, name, v) for k, v in value.items()}
     return value

@@ -1,9 +1,10 @@
-"""Property (issue 12) at the HTTP doors: random postmortems written by admins of random tiers,
-read, searched, audited, investigated from Alertmanager webhooks and closed by tokens of random
-tiers. Every answer a caller gets equals the answer computed from the documents (and reviews)
-that caller may see: ``POST`` conflicts never depend on a hidden holder, ``GET`` and search
-show supersession over visible documents only, the audit log shows exactly the records of
-tiers held, and a resolved alert closes a review only for a token that may see it. One service
+"""Property (issue 12) at the HTTP doors: random postmortems written by admins of random tiers
+(a taken id or a supersede target answered alike whether hidden or absent), read, searched,
+audited, investigated from Alertmanager webhooks and closed by tokens of random tiers. Every
+answer a caller gets equals the answer computed from the documents (and reviews) that caller
+may see: ``POST`` conflicts never depend on a hidden holder, ``GET`` and search show
+supersession over visible documents only, the audit log shows exactly the records of tiers
+held, and a resolved alert closes a review only for a token that may see it. One service
 (SQLite, FastAPI's TestClient, in process) serves every example; each example has its own ids
 and words, so examples do not see each other."""
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from seenbefore.kb import KnowledgeBase
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service.app import create_app
-from seenbefore.service.routers.postmortems import id_taken
+from seenbefore.service.routers.postmortems import cannot_supersede, id_taken
 from tests.service.conftest import service_settings
 
 TIERS = ("general", "restricted", "security")
@@ -116,24 +117,34 @@ def test_every_door_answers_from_the_visible_documents_only(door: Door) -> None:
         everyone = CALLERS[-1]
         start = door.call(everyone, "get", "/v1/audit?limit=1").json()["records"]
         since = start[-1]["id"] if start else 0
-        written = []
-        for doc in docs:
-            out = door.call(
-                doc["writer"], "post", "/v1/postmortems", json={"markdown": _markdown(p, doc, n)}
-            )
-            assert out.status_code == (201 if doc["tier"] in doc["writer"] else 403), out.text
-            if out.status_code == 201:
-                written.append(doc)
+        written: list[dict[str, Any]] = []
+
+        def expected(doc: dict[str, Any], writer: tuple[str, ...]) -> tuple[int, str | None]:
+            """The answer computed from what the writer may see (the route's order of checks)."""
+            if doc["tier"] not in writer:
+                return 403, None
+            target = doc["supersedes"]
+            if target is not None and target != doc["i"]:
+                held = [d for d in written if d["i"] == target and d["tier"] in writer]
+                if not held:  # absent or hidden: one answer
+                    name = f"{p}-{target if target < n else 'NONE'}"
+                    return 400, str(cannot_supersede(name))
+            if any(d["i"] == doc["i"] for d in written):  # taken, whoever holds it
+                return 409, str(id_taken(f"{p}-{doc['i']}"))
+            return 201, None
+
         clash_i, clasher = world["clash"]
-        clash = {**docs[clash_i], "tier": clasher[0]}
-        out = door.call(
-            clasher, "post", "/v1/postmortems", json={"markdown": _markdown(p, clash, n)}
-        )
-        if docs[clash_i] in written:  # taken: one answer, whoever holds the id
-            assert (out.status_code, out.json()["detail"]) == (409, str(id_taken(f"{p}-{clash_i}")))
-        else:
-            assert out.status_code == 201
-            written.append(clash)
+        writes = [(doc, doc["writer"]) for doc in docs]
+        writes.append(({**docs[clash_i], "tier": clasher[0]}, clasher))
+        for doc, writer in writes:
+            status, detail = expected(doc, writer)
+            body = {"markdown": _markdown(p, doc, n)}
+            out = door.call(writer, "post", "/v1/postmortems", json=body)
+            assert out.status_code == status, out.text
+            if detail is not None:
+                assert out.json()["detail"] == detail
+            if status == 201:
+                written.append(doc)
 
         for tiers in world["callers"]:
             visible = [d for d in written if d["tier"] in tiers]

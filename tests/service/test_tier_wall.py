@@ -160,3 +160,17 @@ def test_a_resolved_webhook_closes_only_reviews_its_token_may_see(
         "restricted_responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved")
     )
     assert done.json()["closed"] == [rid]
+
+
+def test_superseding_a_hidden_document_answers_like_an_absent_one(service: Service) -> None:
+    def post(target: str) -> Any:
+        text = postmortem_text(f"NEW-{target}", title="Retires", supersedes=target)
+        return service.as_("admin", "post", "/v1/postmortems", json={"markdown": text})
+
+    hidden, absent = post("VAULT-1"), post("NOPE-1")
+    assert (hidden.status_code, absent.status_code) == (400, 400)
+    assert hidden.json()["detail"] == absent.json()["detail"].replace("NOPE-1", "VAULT-1")
+    # a general writer did not retire the restricted document for its readers
+    vault = service.as_("restricted_viewer", "get", "/v1/postmortems/VAULT-1").json()
+    assert (vault["effective_status"], vault["superseded_by"]) == ("current", None)
+    assert post("POOL-1").status_code == 201  # one it can see: allowed

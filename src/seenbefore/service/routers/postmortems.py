@@ -2,9 +2,10 @@
 
 A postmortem outside the caller's tiers is a 404 with the same body as an absent one on reads and
 deletes. A write never answers 404: an id held by a postmortem outside the caller's tiers is the
-same 409 as an id held by a visible one on POST (:func:`id_taken`). Writing and deleting need role
-admin; an admin may only write tiers they hold. Deleting removes the
-document and every trace of it (``seenbefore.lifecycle.delete_postmortem``)."""
+same 409 as an id held by a visible one on POST (:func:`id_taken`), and ``supersedes`` must name
+a postmortem the writer can see (:func:`cannot_supersede`: the same 400 for absent and hidden).
+Writing and deleting need role admin; an admin may only write tiers they hold. Deleting removes
+the document and every trace of it (``seenbefore.lifecycle.delete_postmortem``)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,16 @@ def id_taken(doc_id: str) -> ConflictError:
     )
 
 
+def cannot_supersede(target: str) -> InputError:
+    """A write may retire only a postmortem its writer can see: superseding one outside the
+    writer's tiers would change what that tier's readers find. Worded the same for an absent and
+    a hidden target, so the answer says nothing about which it was."""
+    return InputError(
+        f"the document supersedes {target!r}, which is not a postmortem you can see (absent, or "
+        "outside your tiers); supersede a postmortem of a tier you hold, or leave supersedes out"
+    )
+
+
 def _write(app: Ready, who: Caller, markdown: str, *, path_id: str | None) -> WriteOut:
     pm = lifecycle.parse_postmortem(app.kb, markdown, source=f"api:{who.principal.name}")
     if path_id is not None and pm.id != path_id:
@@ -89,6 +100,10 @@ def _write(app: Ready, who: Caller, markdown: str, *, path_id: str | None) -> Wr
             f"not hold ({', '.join(who.principal.tiers)}); write only tiers you hold"
         )
     with app.write_lock:
+        if pm.supersedes and pm.supersedes != pm.id:
+            target = app.kb.store.documents_meta([pm.supersedes]).get(pm.supersedes)
+            if target is None or target.postmortem.access_tier not in who.principal.tiers:
+                raise cannot_supersede(pm.supersedes)  # absent and hidden: one answer
         existing = app.kb.store.documents_meta([pm.id]).get(pm.id)
         if existing is not None and (
             path_id is None or existing.postmortem.access_tier not in who.principal.tiers

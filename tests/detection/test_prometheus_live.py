@@ -177,8 +177,17 @@ def test_durations_parse_like_prometheus() -> None:
         parse_duration("six hours", "--since")
 
 
-def _mock(handler: object) -> httpx.MockTransport:
-    return httpx.MockTransport(handler)  # type: ignore[arg-type]
+def _query(
+    handler: object, *, query: str = "up", since: dt.timedelta = dt.timedelta(hours=1)
+) -> None:
+    """query_range against a mock server answering with ``handler`` (one-minute steps)."""
+    query_range(
+        "http://prom.test/",
+        query,
+        since=since,
+        step=dt.timedelta(minutes=1),
+        transport=httpx.MockTransport(handler),  # type: ignore[arg-type]
+    )
 
 
 def test_a_promql_error_is_reported_with_the_servers_words() -> None:
@@ -188,13 +197,7 @@ def test_a_promql_error_is_reported_with_the_servers_words() -> None:
         )
 
     with pytest.raises(InputError, match="parse error at 3"):
-        query_range(
-            "http://prom.test",
-            "up{",
-            since=dt.timedelta(hours=1),
-            step=dt.timedelta(minutes=1),
-            transport=_mock(handler),
-        )
+        _query(handler, query="up{")
 
 
 def test_an_empty_result_says_so_and_long_windows_come_in_pieces() -> None:
@@ -207,13 +210,7 @@ def test_an_empty_result_says_so_and_long_windows_come_in_pieces() -> None:
         )
 
     with pytest.raises(InputError, match="returned no series"):
-        query_range(
-            "http://prom.test/",
-            "up",
-            since=dt.timedelta(days=30),  # 43,200 steps of 60 s: five pieces of <= 10,000
-            step=dt.timedelta(minutes=1),
-            transport=_mock(handler),
-        )
+        _query(handler, since=dt.timedelta(days=30))  # 43,200 steps: five pieces of <= 10,000
     assert len(calls) == 5
     assert all(c.url.path == "/api/v1/query_range" for c in calls)
 
@@ -223,10 +220,4 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
         raise httpx.ConnectError("connection refused", request=request)
 
     with pytest.raises(InputError, match="did not answer"):
-        query_range(
-            "http://127.0.0.1:9",
-            "up",
-            since=dt.timedelta(hours=1),
-            step=dt.timedelta(minutes=1),
-            transport=_mock(handler),
-        )
+        _query(handler)

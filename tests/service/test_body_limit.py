@@ -99,3 +99,29 @@ def test_a_batch_with_a_bad_alert_starts_nothing_and_names_it(service: Service) 
     assert out.status_code == 400
     assert out.json()["detail"].startswith("alerts[1] ")
     assert service.as_("viewer", "get", "/v1/reviews?status=all").json()["reviews"] == []
+
+
+def test_a_real_server_refuses_150_mb_after_reading_the_headers_only(service: Service) -> None:
+    """uvicorn on a socket: the 413 comes back while the client has sent 64 KB of 150 MB."""
+    import socket
+    import urllib.parse
+
+    from seenbefore.service.app import create_app
+    from tests.service.live import live_server
+
+    with live_server(create_app(service.settings)) as url:
+        where = urllib.parse.urlsplit(url)
+        with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {150 * MB}\r\n\r\n".encode()
+                + b"x" * 65536
+            )
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                piece = sock.recv(65536)
+                if not piece:
+                    break
+                answer += piece
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"application/problem+json" in answer

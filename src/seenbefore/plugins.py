@@ -156,6 +156,8 @@ def _package(point: EntryPoint) -> str:
 
 def _choose(group: Group, name: str, points: list[EntryPoint]) -> EntryPoint | None:
     distinct = {p.value: p for p in points}  # an editable install can list the same one twice
+    if len(distinct) > 1:  # a plugin that replaces a built-in wins over seenbefore's own entry
+        distinct.pop(group.builtins.get(name, ""), None)
     if len(distinct) > 1:
         sources = "; ".join(f"{p.value} from {_package(p)}" for p in distinct.values())
         raise ConfigError(

@@ -121,7 +121,7 @@ def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
     console.print(f"ensemble series: {label}, {n} points")
     probation = probationary_length(n)
     out: dict[str, dict[str, float]] = {}
-    online = OnlineEnsemble(probation=probation)
+    online = OnlineEnsemble(probation=probation, **DEFAULT_PARAMS)
     latencies = np.empty(n)
     for i, v in enumerate(x.tolist()):
         clock = time.perf_counter()

@@ -44,8 +44,9 @@ SEQUENCE = [
 
 
 def grid() -> list[dict[str, Any]]:
-    """Member sets x sequence quantisation x rest period (fractions of the probationary
-    period; CAD OSE uses 1/5). Forest is kept to one setting (it is the slow member)."""
+    """Member sets x sequence quantisation (the delta member uses the same) x rest period
+    (fractions of the probationary period; CAD OSE uses 1/5). Forest is kept to one setting
+    (it is the slow member)."""
     configs: list[dict[str, Any]] = []
     for rest in (0.1, 0.2, 0.4):
         for members in (
@@ -61,12 +62,14 @@ def grid() -> list[dict[str, Any]]:
                 ("spatial", "sequence"),
                 ("spatial", "sequence", "robust_z"),
                 ("spatial", "sequence", "forest"),
+                ("spatial", "sequence", "delta"),
+                ("spatial", "delta"),
             ):
                 configs.append(
                     {
                         "members": list(members),
                         "rest_fraction": rest,
-                        "member_params": {"sequence": seq},
+                        "member_params": {"sequence": seq, "delta": seq},
                     }
                 )
     return configs
@@ -82,11 +85,13 @@ def side_by_side(
     setups: dict[str, list[str]] = {name: [name] for name in REGISTRY}
     setups.update(
         {
-            "spatial + sequence (shipped)": ["spatial", "sequence"],
+            "chosen: " + " + ".join(chosen["members"]): list(chosen["members"]),
+            "spatial + sequence": ["spatial", "sequence"],
+            "spatial + sequence + delta": ["spatial", "sequence", "delta"],
             "spatial + entropy": ["spatial", "entropy"],
             "spatial + entropy + sequence": ["spatial", "entropy", "sequence"],
             "spatial + sequence + forest": ["spatial", "sequence", "forest"],
-            "all five": ["spatial", "entropy", "sequence", "robust_z", "forest"],
+            "all six": ["spatial", "entropy", "sequence", "delta", "robust_z", "forest"],
         }
     )
     out: dict[str, dict[str, float | None]] = {}

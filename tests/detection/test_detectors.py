@@ -8,6 +8,7 @@ import pytest
 
 from seenbefore.detection.detectors import (
     REGISTRY,
+    DeltaNovelty,
     RelativeEntropy,
     SequenceNovelty,
     SpatialRange,
@@ -25,6 +26,7 @@ SMALL = {  # small settings so every detector has state to carry on a 1200-row s
         "n_estimators": 10,
     },
     "sequence": {"probation": 300},
+    "delta": {"probation": 300},
     "entropy": {"probation": 300, "window": 20},
     "robust_z": {"window": 50},
     "spatial": {},
@@ -51,6 +53,14 @@ def test_sequence_novelty_hand_worked() -> None:
     x = np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0])
     got = SequenceNovelty(probation=4, bins=2, order=2).fit(x).scores_
     assert got.tolist() == [0.0, 1.0, 1.0, 0.5, 0.0, 0.0, 1.0]
+
+
+def test_delta_novelty_hand_worked() -> None:
+    # changes 0 1 1 1 0 0 over the range [0, 1] in 2 bins; order 1: (0,1) (1,1) new,
+    # (1,1) seen, (1,0) (0,0) new
+    x = np.array([0.0, 1.0, 2.0, 3.0, 3.0, 3.0])
+    got = DeltaNovelty(probation=4, bins=2, order=1).fit(x).scores_
+    assert got.tolist() == [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
 
 
 def test_relative_entropy_hand_worked() -> None:
@@ -96,7 +106,7 @@ def test_rest_after_fire_hand_worked() -> None:
 
 def test_estimator_contract() -> None:
     det = SequenceNovelty(bins=4)
-    assert det.get_params() == {"probation": 750, "bins": 4, "order": 6}
+    assert det.get_params() == {"probation": 750, "bins": 4, "order": 6, "differences": False}
     assert det.set_params(order=3) is det and det.order == 3
     assert isinstance(det.fit(np.arange(10.0)), StreamDetector)
     assert hasattr(det, "scores_") and det.n_seen_ == 10
@@ -115,9 +125,15 @@ def test_online_ensemble_matches_the_batch_point_by_point() -> None:
     x = series(2000)
     x[1500:] += 1.5  # a level shift after probation
     batch = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(x).scores_
-    online = OnlineEnsemble(probation=300)
+    online = OnlineEnsemble(probation=300, **DEFAULT_PARAMS)
     got = np.array([online.update(v) for v in x])
     assert np.allclose(got, batch, rtol=0, atol=1e-12)
+    three = {"members": ["spatial", "sequence", "delta"], "member_params": {"delta": {"bins": 8}}}
+    batch3 = StreamingEnsemble(probation=300, **three).fit(x).scores_
+    online3 = OnlineEnsemble(probation=300, **three)
+    assert np.allclose([online3.update(v) for v in x], batch3, rtol=0, atol=1e-12)
+    with pytest.raises(InputError, match="the online ensemble runs"):
+        OnlineEnsemble(members=("forest",)).update(1.0)
     assert got[700] == 1.0  # the episode leaves the range seen so far
     with pytest.raises(InputError, match="is not finite"):
         online.update(float("nan"))

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from seenbefore.detection.detectors.base import StreamDetector
 from seenbefore.detection.detectors.numeric import ForestDetector, RobustZ, SpatialRange
-from seenbefore.detection.detectors.symbolic import RelativeEntropy, SequenceNovelty
+from seenbefore.detection.detectors.symbolic import DeltaNovelty, RelativeEntropy, SequenceNovelty
 
 REGISTRY: dict[str, type[StreamDetector]] = {
     "spatial": SpatialRange,
     "robust_z": RobustZ,
     "sequence": SequenceNovelty,
+    "delta": DeltaNovelty,
     "entropy": RelativeEntropy,
     "forest": ForestDetector,
 }
 
 __all__ = [
     "REGISTRY",
+    "DeltaNovelty",
     "ForestDetector",
     "RelativeEntropy",
     "RobustZ",

@@ -42,12 +42,17 @@ class SequenceNovelty(StreamDetector):
     """Share of the contexts ending at row t (k previous symbols then this one, k = 1 ..
     ``order``; fewer at the start) seen for the first time. Every context is remembered."""
 
-    def __init__(self, *, probation: int = 750, bins: int = 8, order: int = 6) -> None:
+    def __init__(
+        self, *, probation: int = 750, bins: int = 8, order: int = 6, differences: bool = False
+    ) -> None:
         self.probation = probation
         self.bins = bins
         self.order = order
+        self.differences = differences
 
     def _scores(self, x: Array) -> Array:
+        if self.differences:  # symbols of the change from the previous row (0 for the first)
+            x = np.diff(x, prepend=x[:1])
         symbols = quantise(x, self.probation, self.bins).tolist()
         seen: set[tuple[int, ...]] = set()
         out = np.zeros(len(symbols))
@@ -64,6 +69,15 @@ class SequenceNovelty(StreamDetector):
                     new += 1
             out[t] = new / k_max
         return out
+
+
+class DeltaNovelty(SequenceNovelty):
+    """:class:`SequenceNovelty` over the change from the previous row instead of the value."""
+
+    def __init__(
+        self, *, probation: int = 750, bins: int = 5, order: int = 3, differences: bool = True
+    ) -> None:
+        super().__init__(probation=probation, bins=bins, order=order, differences=differences)
 
 
 class RelativeEntropy(StreamDetector):

@@ -105,8 +105,7 @@ def test_broken_file_does_not_stop_the_run(tmp_path: Path) -> None:
     (data / "cat" / "broken.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     labels = write(
         tmp_path / "labels.json",
-        f'{{"cat/good.csv": [["{stamp(55)}.000000", "{stamp(64)}.000000"]], '
-        '"cat/broken.csv": []}',
+        f'{{"cat/good.csv": [["{stamp(55)}.000000", "{stamp(64)}.000000"]], "cat/broken.csv": []}}',
     )
     seen: list[tuple[str, str]] = []
     report = nab.run_nab(
@@ -173,3 +172,22 @@ def test_score_scopes_per_category_and_profile(tmp_path: Path) -> None:
     assert low_fn.normalised == pytest.approx(100 * (1 - 0.11 - 2 + 4) / 6)
     assert low_fn.false_positives == 1 and low_fn.windows_detected == 1
     assert math.isclose(scopes["all"]["reward_low_FP_rate"].raw_score, 1 - 0.22 - 1)
+
+
+def test_window_edge_off_the_rows_is_written_but_not_scored(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    rows = [f"{stamp(i)},1.0" for i in range(100)]
+    write(data / "cat" / "a.csv", HEADER + "\n".join(rows) + "\n")
+    write(data / "cat" / "b.csv", HEADER + "\n".join(rows) + "\n")
+    labels = write(
+        tmp_path / "labels.json",
+        '{"cat/a.csv": [["2014-01-01 03:01:00.000000", "2014-01-01 04:00:00.000000"]], '
+        f'"cat/b.csv": [["{stamp(50)}.000000", "{stamp(60)}.000000"]]}}',
+    )
+    report = nab.run_nab(data, labels, tmp_path / "out", spike, "spike", repair=True)
+    assert [f.relative_path for f in report.files] == ["cat/b.csv"]
+    assert report.skipped[0][0] == "cat/a.csv"
+    assert (
+        "not scored here" in report.skipped[0][1] and "not a row timestamp" in report.skipped[0][1]
+    )
+    assert (tmp_path / "out" / "spike" / "cat" / "spike_a.csv").is_file()

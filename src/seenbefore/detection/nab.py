@@ -196,14 +196,19 @@ def run_nab(
             series = read_series(
                 data_dir / rel, allow_repeated_timestamps=allow_repeated_timestamps, repair=repair
             )
-            # the scorer maps window edges to rows: check now, before the detector runs
-            nab_scoring.check_windows(rel, series.timestamps, windows[rel])
         except InputError as exc:
             if not repair:
                 raise
             skipped.append((rel, str(exc)))
             notify(rel, f"skipped: {exc}")
             continue
+        unscorable: InputError | None = None
+        try:  # the scorer maps window edges to rows: check before the detector runs
+            nab_scoring.check_windows(rel, series.timestamps, windows[rel])
+        except InputError as exc:
+            if not repair:
+                raise
+            unscorable = exc  # still scored and written: NAB's own scorer may take it
         if series.repairs:
             repairs.append((rel, "; ".join(series.repairs)))
         scores = nab_scoring.check_scores(
@@ -214,6 +219,10 @@ def run_nab(
         path = result_path(out_dir, detector_name, rel) if out_dir is not None else Path(rel)
         if out_dir is not None:
             write_results(path, series, scores, window_labels(series.timestamps, windows[rel]))
+        if unscorable is not None:
+            skipped.append((rel, f"results written but not scored here: {unscorable}"))
+            notify(rel, f"skipped: {unscorable}")
+            continue
         scored.append(NabFile(rel, series.timestamps, scores, windows[rel]))
         paths.append(path)
         notify(rel, "done")

@@ -19,7 +19,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from seenbefore.errors import ConfigError
 from seenbefore.notify.base import (
@@ -31,7 +31,11 @@ from seenbefore.notify.base import (
 )
 from seenbefore.notify.outbox import Outbox
 from seenbefore.notify.redact import redact
+from seenbefore.retry import Backoff
 from seenbefore.types import SEVERITIES, Anomaly, Severity
+
+if TYPE_CHECKING:
+    import tenacity
 
 log = logging.getLogger(__name__)
 
@@ -46,44 +50,11 @@ DEFAULT_ROUTES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries: exponential backoff capped at ``max_delay``, part of it random.
+class RetryPolicy(Backoff):
+    """The router's retry policy: ``seenbefore.retry.Backoff`` (shared with the PostgreSQL pool),
+    named in its error messages as the notify retry policy."""
 
-    The wait before retry ``n`` (1-based) is ``cap = min(max_delay, base_delay * multiplier **
-    (n - 1))`` scaled into ``[cap * (1 - jitter), cap]``; a Retry-After from the receiver raises
-    it (never above ``max_delay``). ``jitter=0`` is plain exponential backoff, ``1`` full jitter.
-    """
-
-    attempts: int = 4
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    multiplier: float = 2.0
-    jitter: float = 0.5
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not 1 <= self.attempts <= 20:
-            problems.append(f"attempts is {self.attempts!r}, expected 1..20")
-        if not 0 <= self.base_delay <= self.max_delay:
-            problems.append(
-                f"base_delay {self.base_delay!r} and max_delay {self.max_delay!r}: "
-                "expected 0 <= base_delay <= max_delay"
-            )
-        if not self.multiplier >= 1:
-            problems.append(f"multiplier is {self.multiplier!r}, expected >= 1")
-        if not 0 <= self.jitter <= 1:
-            problems.append(f"jitter is {self.jitter!r}, expected 0..1")
-        if problems:
-            raise ConfigError("notify retry policy: " + "; ".join(problems))
-
-    def delay(self, retry: int, rand: float, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``retry``; ``rand`` is uniform in [0, 1)."""
-        cap = min(self.max_delay, self.base_delay * self.multiplier ** (retry - 1))
-        wait = cap * (1 - self.jitter + self.jitter * rand)
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.max_delay))
-        return wait
+    label: ClassVar[str] = "notify retry policy"
 
 
 @dataclass(frozen=True)
@@ -206,37 +177,50 @@ class Router:
     def _deliver(self, channel: str, message: Notification, attempts: int) -> DeliveryResult:
         notifier = self.notifiers[channel]
         anomaly_id = message.anomaly.id
-        result = DeliveryResult.failure("not attempted", retryable=True)
-        for attempt in range(1, attempts + 1):
+        tries = 0
+
+        def attempt() -> DeliveryResult:
+            nonlocal tries
+            tries += 1
             try:
                 result = notifier.send(message)
             except Exception as exc:  # a notifier must not raise; treat it as a failed try
                 result = DeliveryResult.failure(f"{type(exc).__name__}: {exc}", retryable=True)
-            result = replace(
-                result, attempts=attempt, error=redact(result.error), body=redact(result.body)
+            return replace(
+                result, attempts=tries, error=redact(result.error), body=redact(result.body)
             )
-            if result.ok:
-                if attempt > 1:
-                    log.info(
-                        "notify %s: anomaly %s delivered on attempt %d",
-                        channel,
-                        anomaly_id,
-                        attempt,
-                    )
-                return result
-            if not result.retryable or attempt == attempts:
-                break
-            wait = self.retry.delay(attempt, self._rng.random(), result.retry_after)
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            outcome, upcoming = state.outcome, state.next_action
+            failed: DeliveryResult | None = outcome.result() if outcome is not None else None
             log.warning(
                 "notify %s: anomaly %s attempt %d/%d failed (%s); retrying in %.2fs",
                 channel,
                 anomaly_id,
-                attempt,
+                state.attempt_number,
                 attempts,
-                result.error,
-                wait,
+                failed.error if failed is not None else "",
+                upcoming.sleep if upcoming is not None else 0.0,
             )
-            self._sleep(wait)
+
+        retrying = self.retry.retrying(
+            on_result=lambda r: not r.ok and r.retryable,
+            sleep=self._sleep,
+            rand=self._rng.random,
+            retry_after=lambda r: r.retry_after,
+            before_sleep=before_sleep,
+            attempts=attempts,
+        )
+        result: DeliveryResult = retrying(attempt)
+        if result.ok:
+            if result.attempts > 1:
+                log.info(
+                    "notify %s: anomaly %s delivered on attempt %d",
+                    channel,
+                    anomaly_id,
+                    result.attempts,
+                )
+            return result
         log.warning(
             "notify %s: anomaly %s not delivered after %d attempt(s): %s",
             channel,

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -21,6 +21,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from seenbefore.errors import SchemaVersionError, StoreError
+from seenbefore.retry import exponential
 from seenbefore.storage.pg_schema import (
     APP_ROLE,
     APPEND_ONLY_SINCE,
@@ -36,6 +37,9 @@ from seenbefore.storage.pg_schema import (
     bootstrap_sql,
 )
 
+if TYPE_CHECKING:
+    import tenacity
+
 log = logging.getLogger(__name__)
 IDLE = TransactionStatus.IDLE
 T = TypeVar("T")
@@ -48,6 +52,12 @@ RETRYABLE: tuple[type[Exception], ...] = (
     pg_errors.DeadlockDetected,
     psycopg.OperationalError,
 )
+# Operational errors that are not retried: a cancelled statement, an exhausted pool.
+NOT_RETRYABLE: tuple[type[Exception], ...] = (pg_errors.QueryCanceled, PoolTimeout)
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
 
 
 @dataclass(frozen=True)
@@ -168,47 +178,55 @@ class Database:
         COMMITTED; reads run REPEATABLE READ, READ ONLY. ``owner`` runs as the owner role (DDL).
         Retried on dropped connections, serialization failures and deadlocks, at most
         ``retries`` more times, so ``fn`` must be safe to run again."""
-        attempt = 0
-        while True:
-            try:
-                with self._pool.connection() as conn:
-                    if tiers == () and not write and not owner:
-                        return fn(conn)  # meta, blobs, quarantine: one autocommit statement
-                    conn.execute(self._begin(conn, tiers, write=write, owner=owner))
-                    try:
-                        result = fn(conn)
-                    except BaseException:
-                        if not conn.closed and conn.info.transaction_status != IDLE:
-                            conn.execute("ROLLBACK")
-                        raise
-                    conn.execute("COMMIT")
-                    return result
-            except pg_errors.QueryCanceled as exc:
-                raise StoreError(
-                    f"database {self.display}: a statement ran longer than the statement timeout"
-                    f" ({self.options.statement_timeout_s:g} s) and was cancelled; raise"
-                    " SEENBEFORE_DATABASE_STATEMENT_TIMEOUT_S or narrow the request"
-                ) from exc
-            except PoolTimeout as exc:
+        policy = exponential(self.options.retries, self.options.retry_backoff_s)  # seenbefore.retry
+        retrying = policy.retrying(
+            on_exception=_retryable, sleep=time.sleep, before_sleep=self._before_retry
+        )
+        try:
+            result: T = retrying(self._run_once, fn, tiers, write, owner)
+            return result
+        except pg_errors.QueryCanceled as exc:
+            raise StoreError(
+                f"database {self.display}: a statement ran longer than the statement timeout"
+                f" ({self.options.statement_timeout_s:g} s) and was cancelled; raise"
+                " SEENBEFORE_DATABASE_STATEMENT_TIMEOUT_S or narrow the request"
+            ) from exc
+        except PoolTimeout as exc:
+            raise self._unreachable(exc) from exc
+        except RETRYABLE as exc:  # every attempt failed
+            if isinstance(exc, pg_errors.ConnectionException) or (
+                isinstance(exc, psycopg.OperationalError) and not exc.sqlstate
+            ):
                 raise self._unreachable(exc) from exc
-            except RETRYABLE as exc:
-                attempt += 1
-                if attempt > self.options.retries:
-                    if isinstance(exc, pg_errors.ConnectionException) or (
-                        isinstance(exc, psycopg.OperationalError) and not exc.sqlstate
-                    ):
-                        raise self._unreachable(exc) from exc
-                    raise StoreError(
-                        f"database {self.display}: {type(exc).__name__} after {attempt} attempts"
-                        f" ({str(exc).strip()}); retry later"
-                    ) from exc
-                log.info("retrying after %s (attempt %d)", type(exc).__name__, attempt)
-                self._pool.check()  # drop every idle connection that died with this one
-                time.sleep(self.options.retry_backoff_s * 2 ** (attempt - 1))
-            except psycopg.Error as exc:
-                raise StoreError(
-                    f"database {self.display}: {type(exc).__name__}: {str(exc).strip()}"
-                ) from exc
+            raise StoreError(
+                f"database {self.display}: {type(exc).__name__} after"
+                f" {self.options.retries + 1} attempts ({str(exc).strip()}); retry later"
+            ) from exc
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"database {self.display}: {type(exc).__name__}: {str(exc).strip()}"
+            ) from exc
+
+    def _run_once(
+        self, fn: Callable[[Conn], T], tiers: Sequence[str] | None, write: bool, owner: bool
+    ) -> T:
+        with self._pool.connection() as conn:
+            if tiers == () and not write and not owner:
+                return fn(conn)  # meta, blobs, quarantine: one autocommit statement
+            conn.execute(self._begin(conn, tiers, write=write, owner=owner))
+            try:
+                result = fn(conn)
+            except BaseException:
+                if not conn.closed and conn.info.transaction_status != IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    def _before_retry(self, state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        log.info("retrying after %s (attempt %d)", type(exc).__name__, state.attempt_number)
+        self._pool.check()  # drop every idle connection that died with this one
 
     @staticmethod
     def _begin(conn: Conn, tiers: Sequence[str] | None, *, write: bool, owner: bool) -> bytes:

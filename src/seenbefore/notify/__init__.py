@@ -1,4 +1,5 @@
-"""Notify: send anomalies to Slack and PagerDuty, routed by severity, never losing one.
+"""Notify: send anomalies to Slack, PagerDuty, Teams and Opsgenie (and any notifier a plugin
+registers), routed by severity, never losing one.
 
 ::
 
@@ -7,8 +8,11 @@
     router.notify(anomaly, text, action="resolve")        # same PagerDuty dedup_key
     router.retry_pending()                                # later: re-send what failed
 
-Modules: ``slack`` and ``pagerduty`` (the senders), ``router`` (routing, retries),
-``outbox`` (durable SQLite record of failed deliveries), ``config`` (build from a mapping),
+Modules: ``slack``, ``pagerduty``, ``teams`` and ``opsgenie`` (the senders; each has a
+``from_config`` factory registered in the ``seenbefore.notifiers`` entry-point group, see
+``seenbefore.plugins``; ``teams`` and ``opsgenie`` are imported only when configured),
+``router`` (routing, retries on ``seenbefore.retry``), ``outbox`` (durable SQLite record of
+failed deliveries), ``config`` (build from a mapping), ``options`` (reading a channel's table),
 ``base`` (shared types), ``redact`` (secrets out of logs).
 """
 

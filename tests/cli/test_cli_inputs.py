@@ -284,3 +284,17 @@ def test_devices_and_endless_streams_are_refused(monkeypatch: pytest.MonkeyPatch
     )
     clean_failure(invoke("detect", "--csv", "/dev/zero"), 2, "larger than the limit of 1000")
     clean_failure(invoke("detect", "--rules", "/dev/zero"), 2, "larger than the limit of 1000000")
+
+
+def test_a_broken_eval_history_is_reported_before_the_run(tmp_path: Path) -> None:
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "c.yaml").write_text("query: pool exhausted\nexpected: [INC-1]\n")
+    history = tmp_path / "history.jsonl"
+    history.write_bytes(BINARY)
+    args = ["eval", "--cases", str(cases), "--embedders", "lsa", "--history", str(history)]
+    result = invoke(*args)
+    clean_failure(result, 2, f"eval history {history}: byte 8 (0x80) is not valid UTF-8")
+    assert "building" not in result.stdout
+    history.write_text('{"run": 1}\n[1, 2]\n')
+    clean_failure(invoke(*args), 2, f"eval history {history}, line 2: not a JSON object")

@@ -36,6 +36,7 @@ from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.evaluation.suite import build_suite, default_kb_dir, sample_files
 from seenbefore.investigation.llm import llm_from_settings
 from seenbefore.kb import KnowledgeBase
+from seenbefore.parsing import read_text
 
 
 def calibrate(
@@ -168,6 +169,25 @@ def _print_table(report: EvalReport, title: str) -> None:
     )
 
 
+def check_history(path: Path) -> None:
+    """InputError unless ``path`` is absent or a JSONL file of objects (as eval appends)."""
+    if not path.exists():
+        return
+    text = read_text(path, what="eval history")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict):
+            raise InputError(
+                f"eval history {path}, line {number}: not a JSON object as `seenbefore eval` "
+                "writes; fix or move the file, or give another with --history"
+            )
+
+
 def eval_command(
     cases_dir: Annotated[Path | None, typer.Option("--cases", help="case YAML directory")] = None,
     kb_dir: Annotated[Path | None, typer.Option("--kb", help="postmortem directory")] = None,
@@ -199,6 +219,8 @@ def eval_command(
     quiet = as_json
     say = (lambda msg: None) if quiet else (lambda msg: console.print(f"[dim]{msg}[/]"))
     given = None if self_test else load_cases(cases_dir)  # a bad case file fails before building
+    hist = history or cfg.home / "eval-history.jsonl"
+    check_history(hist)  # and so does a history file the run could not append to
     suite = build_suite(kb_path, embedders=names, cache=cache, progress=say)
     try:
         first = next(iter(suite.kbs.values()))
@@ -256,7 +278,6 @@ def eval_command(
             corpus=fingerprint([f"{d}" for d in sorted(known)]),
             cases=fingerprint([c.id + c.query for c in cases]),
         )
-        hist = history or cfg.home / "eval-history.jsonl"
         previous = append_history(hist, record)
         found = regressions(previous, record, tolerance) if compare and previous else []
         payload["regressions"] = [str(r) for r in found]

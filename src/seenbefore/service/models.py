@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from seenbefore.limits import MAX_K, MAX_QUERY_CHARS, MAX_SERVICES  # the CLI's limits too
+from seenbefore.errors import InputError
+from seenbefore.limits import MAX_K, MAX_QUERY_CHARS, MAX_SERVICES, check_filters  # as the CLI
 from seenbefore.review.models import DismissReason, DraftEdits, Review
+from seenbefore.types import SearchFilters
 
 MAX_MARKDOWN_CHARS = 1_000_000
 # the version of the search JSON shape, the same number the CLI's --json prints
@@ -49,6 +51,15 @@ class SearchIn(BaseModel):
     since: dt.date | None = None
     until: dt.date | None = None
     include_superseded: bool = False
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> SearchIn:
+        """since after until can match nothing: 422, as the CLI refuses it (check_filters)."""
+        try:
+            check_filters(SearchFilters(date_from=self.since, date_to=self.until))
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
 
 class RetrieverScore(BaseModel):

@@ -46,18 +46,13 @@ T = TypeVar("T")
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 # A dropped connection, a failover, a serialization failure or a deadlock: worth another try.
-# (PoolTimeout is not: the pool has already spent connect_timeout_s trying to reconnect.)
+# Not a cancelled statement, nor PoolTimeout (the pool already spent connect_timeout_s on it).
 RETRYABLE: tuple[type[Exception], ...] = (
     pg_errors.SerializationFailure,
     pg_errors.DeadlockDetected,
     psycopg.OperationalError,
 )
-# Operational errors that are not retried: a cancelled statement, an exhausted pool.
 NOT_RETRYABLE: tuple[type[Exception], ...] = (pg_errors.QueryCanceled, PoolTimeout)
-
-
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, RETRYABLE) and not isinstance(exc, NOT_RETRYABLE)
 
 
 @dataclass(frozen=True)
@@ -178,9 +173,10 @@ class Database:
         COMMITTED; reads run REPEATABLE READ, READ ONLY. ``owner`` runs as the owner role (DDL).
         Retried on dropped connections, serialization failures and deadlocks, at most
         ``retries`` more times, so ``fn`` must be safe to run again."""
-        policy = exponential(self.options.retries, self.options.retry_backoff_s)  # seenbefore.retry
-        retrying = policy.retrying(
-            on_exception=_retryable, sleep=time.sleep, before_sleep=self._before_retry
+        retrying = exponential(self.options.retries, self.options.retry_backoff_s).retrying(
+            on_exception=lambda e: isinstance(e, RETRYABLE) and not isinstance(e, NOT_RETRYABLE),
+            sleep=time.sleep,
+            before_sleep=self._before_retry,
         )
         try:
             result: T = retrying(self._run_once, fn, tiers, write, owner)

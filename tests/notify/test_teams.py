@@ -65,7 +65,10 @@ def test_trigger_is_one_adaptive_card_with_the_documented_envelope() -> None:
                                 {"title": "Score", "value": "0.93"},
                             ],
                         },
-                        {"type": "TextBlock", "text": SIGNATURE, "wrap": True},
+                        {
+                            "type": "RichTextBlock",
+                            "inlines": [{"type": "TextRun", "text": SIGNATURE}],
+                        },
                         {
                             "type": "TextBlock",
                             "text": "Rules: latency_slo, pool_saturation · anomaly A-1",
@@ -96,13 +99,13 @@ def test_review_url_adds_an_open_url_action_and_resolve_says_so() -> None:
 def test_draft_follows_as_a_second_card() -> None:
     card = teams_payload(Notification(make_anomaly(), SIGNATURE, draft=DRAFT))
     body = card["attachments"][0]["content"]["body"]
-    assert [b["type"] for b in body] == ["TextBlock", "FactSet", "TextBlock", "TextBlock"]
+    assert [b["type"] for b in body] == ["TextBlock", "FactSet", "RichTextBlock", "TextBlock"]
     assert body[0]["text"] == "Seen before? Draft for the checkout anomaly"
     assert body[1]["facts"] == [
         {"title": "Top precedent", "value": "INC-2021-006"},
         {"title": "Confidence", "value": "0.72 (medium)"},
     ]
-    assert body[2]["text"] == "Connections held by slow calls."
+    assert body[2]["inlines"] == [{"type": "TextRun", "text": "Connections held by slow calls."}]
     novel = teams_payload(Notification(make_anomaly(), SIGNATURE, draft=DRAFT | {"novel": True}))
     facts = novel["attachments"][0]["content"]["body"][1]["facts"]
     assert facts[0]["value"] == "none: no credible precedent in the knowledge base"
@@ -110,7 +113,7 @@ def test_draft_follows_as_a_second_card() -> None:
 
 def test_long_signature_is_cut_to_3000_characters() -> None:
     payload = teams_payload(Notification(make_anomaly(), "x" * 5000))
-    text = payload["attachments"][0]["content"]["body"][2]["text"]
+    text = payload["attachments"][0]["content"]["body"][2]["inlines"][0]["text"]
     assert len(text) == 3000 and text.endswith("…")
 
 
@@ -210,3 +213,15 @@ def test_config_errors_name_the_key_and_hide_the_secret(tmp_path: Path) -> None:
         build_router({"teams": {}}, outbox_path=tmp_path / "o")
     with pytest.raises(ConfigError, match="teams webhook_url is not an http"):
         build_router({"teams": {"webhook_url": "ftp://x?sig=abc"}}, outbox_path=tmp_path / "o")
+
+
+def test_retrieved_or_model_text_is_not_read_as_markdown() -> None:
+    """A link in a drafted hypothesis must not render as a disguised link: it goes in a TextRun,
+    which Adaptive Cards do not parse as Markdown; no TextBlock or fact carries it."""
+    trap = "Restart it, see [the runbook](https://evil.example.test/login)"
+    card = teams_payload(Notification(make_anomaly(), trap, draft=DRAFT | {"hypothesis": trap}))
+    body = card["attachments"][0]["content"]["body"]
+    assert body[2] == {"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": trap}]}
+    markdown = [b["text"] for b in body if b["type"] == "TextBlock"]
+    markdown += [f["value"] for b in body if b["type"] == "FactSet" for f in b["facts"]]
+    assert not any("evil.example.test" in text for text in markdown)

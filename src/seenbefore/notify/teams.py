@@ -10,11 +10,13 @@ Adaptive Cards only, not the old MessageCard format)::
                       "contentUrl": null,
                       "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                                   "type": "AdaptiveCard", "version": "1.4",
-                                  "body": [TextBlock title, FactSet, TextBlock signature,
+                                  "body": [TextBlock title, FactSet, RichTextBlock signature,
                                            TextBlock rules and anomaly id],
                                   "actions": [Action.OpenUrl]}}]}   # actions: when review_url is set
 
-A drafted hypothesis follows its anomaly as a second card (Workflows cannot thread replies).
+The signature and a drafted hypothesis go in a RichTextBlock, whose TextRun is not read as
+Markdown, so text from an alert, a postmortem or a model shows as written. A drafted hypothesis
+follows its anomaly as a second card (Workflows cannot thread replies).
 The flow answers ``202 Accepted`` with an empty body; 429 (throttled) and 5xx are worth
 retrying, other 4xx (a payload the flow rejects, a signature that is no longer valid, a deleted
 flow) need a person.
@@ -56,6 +58,15 @@ def _text(text: str, **style: Any) -> dict[str, Any]:
     return {"type": "TextBlock", "text": truncate(text, TEXT_MAX), "wrap": True, **style}
 
 
+def _literal(text: str) -> dict[str, Any]:
+    """Text shown as given: a RichTextBlock's TextRun is not read as Markdown (a TextBlock is, so
+    a ``[link](url)`` in retrieved or model-written text would render as a disguised link)."""
+    return {
+        "type": "RichTextBlock",
+        "inlines": [{"type": "TextRun", "text": truncate(text, TEXT_MAX)}],
+    }
+
+
 def _facts(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     return {"type": "FactSet", "facts": [{"title": t, "value": v} for t, v in pairs]}
 
@@ -91,7 +102,7 @@ def anomaly_card(message: Notification, review_url: str | None = None) -> dict[s
                 ("Score", f"{anomaly.score:.2f}"),
             ]
         ),
-        _text(message.summary.strip() or "(no signature text)"),
+        _literal(message.summary.strip() or "(no signature text)"),
         _text(f"Rules: {rules} · anomaly {anomaly.id}", isSubtle=True, size="Small"),
     ]
     return adaptive_card(body, review_url)
@@ -113,7 +124,7 @@ def draft_card(message: Notification, review_url: str | None = None) -> dict[str
     body = [
         _text(truncate(title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
         _facts([("Top precedent", precedent), ("Confidence", confidence)]),
-        _text(str(draft.get("hypothesis", ""))),
+        _literal(str(draft.get("hypothesis", ""))),
         _text(
             f"{draft.get('drafted_by', '')} · anomaly {anomaly.id} · advisory: a person decides",
             isSubtle=True,

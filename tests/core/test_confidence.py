@@ -56,3 +56,15 @@ def test_calibration_metrics_hand_worked() -> None:
     assert brier(probs, outcomes) == pytest.approx((0.01 + 0.64 + 0.09 + 0.04) / 4)
     assert auroc([0.9, 0.8, 0.3, 0.2], [1, 0, 1, 0]) == pytest.approx(0.75)
     assert math.isnan(auroc([0.1], [1]))
+
+
+def test_isotonic_knots_pool_violators_and_shrink_toward_the_raw_score() -> None:
+    from seenbefore.core.confidence import isotonic_knots, recalibrate
+
+    knots = isotonic_knots([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], shrink=1.0)
+    # (0.2, 1) and (0.3, 0) violate order and pool into one block at 0.25 with rate 1/2;
+    # each block's rate is shrunk by one pseudo-case at its raw score
+    assert knots == ((0.1, 0.05), (0.25, round(1.25 / 3, 6)), (0.4, 0.7))
+    assert recalibrate(0.175, knots) == pytest.approx(0.05 + (1.25 / 3 - 0.05) * 0.5, abs=1e-6)
+    assert recalibrate(0.0, knots) == 0.05 and recalibrate(0.9, knots) == 0.7
+    assert recalibrate(0.3, ()) == 0.3

@@ -149,3 +149,13 @@ def test_self_query_takes_the_opening_of_detection() -> None:
     assert self_query(pm) == "First sentence here. Second one."
     assert simulate("a b c", ["z"], "s", noise=0.0) == "a b c"
     assert simulate("a b c d e f", ["z"], "s", noise=1.0) == "z z z z z z"
+
+
+def test_report_json_is_strict() -> None:
+    import json
+
+    from seenbefore.evaluation.report import strict
+
+    value = strict({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": float("-inf")}})
+    assert value == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+    json.dumps(value, allow_nan=False)

@@ -23,3 +23,12 @@ def test_k_and_services_limits_are_the_clis(service: Service) -> None:
     assert (
         service.as_("viewer", "post", "/v1/search", json={"query": "p", "k": 51}).status_code == 422
     )
+
+
+def test_an_empty_result_names_the_filter(service: Service) -> None:
+    body = {"query": "pool exhausted", "services": ["nosuch-api"]}
+    out = service.as_("viewer", "post", "/v1/search", json=body).json()
+    assert out["results"] == []
+    assert out["empty_because"] == "no postmortem you can see names the service(s) nosuch-api"
+    found = service.as_("viewer", "post", "/v1/search", json={"query": "pool exhausted"}).json()
+    assert found["results"] and found["empty_because"] is None

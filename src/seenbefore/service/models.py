@@ -97,6 +97,11 @@ class SearchOut(BaseModel):
     dense_trusted: bool
     weights: dict[str, float]
     results: list[CandidateOut]
+    empty_because: str | None = Field(
+        default=None,
+        description="with no results: which filter left nothing to search (null when the "
+        "query's words matched nothing); seenbefore.limits.empty_reason",
+    )
 
 
 # -- investigations, anomalies, alerts -----------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from seenbefore.errors import InputError
+from seenbefore.limits import empty_reason
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.output import result_json
 from seenbefore.service import actions
@@ -31,4 +32,8 @@ def search(body: SearchIn, app: App, who: Viewer) -> SearchOut:
         date_to=body.until,
     )
     result = actions.search(app, who, body.query, filters, SearchOptions(k=body.k, mode=body.mode))
-    return search_out(result)
+    out = search_out(result)
+    if not result.candidates:  # say which filter emptied it, as the CLI does
+        hint = "include_superseded: true"
+        out.empty_because = empty_reason(app.kb.index(), filters, superseded_hint=hint)
+    return out

@@ -44,6 +44,26 @@ def test_bad_lines_become_quarantine_reasons(tmp_path: Path) -> None:
     assert "not valid UTF-8 JSON" in errors[0].reason and "expected an object" in errors[1].reason
 
 
+def test_hostile_lines_and_templates(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    big = '{"k": "C", "t": "T", "s": "' + "x" * 300 + '"}'
+    path.write_text('{"k": "A", "t": "T", "s": "body"}\n' + "[" * 100_000 + "\n" + big + "\n")
+    items = list(read_jsonl(path, FieldMapping.parse("id=k,title=t,summary=s"), max_bytes=200))
+    assert items[0].id == "A"  # type: ignore[union-attr]
+    deep, long = items[1], items[2]
+    assert isinstance(deep, PostmortemInvalid) and isinstance(long, PostmortemInvalid)
+    assert deep.reason == (
+        "line 2 is 100001 bytes, over the limit of 200; shorten the record or raise "
+        "SEENBEFORE_MAX_FILE_BYTES"
+    )
+    assert long.reason.startswith("line 3 is 330 bytes, over the limit of 200")
+    nested = list(read_jsonl(path, FieldMapping.parse("id=k,title=t,summary=s")))[1]
+    assert isinstance(nested, PostmortemInvalid)
+    assert nested.reason == "line 2 nests JSON too deeply to read"
+    with pytest.raises(MappingError, match=r"template '\{x' cannot be filled \(ValueError"):
+        record_to_postmortem("x", {"a": 1}, FieldMapping.parse("id=a,title={x"))
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("name", "preset", "expected"),

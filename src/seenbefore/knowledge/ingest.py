@@ -154,7 +154,7 @@ class Ingestor:
                     f"{path} is JSONL: give a field mapping with --map target=field,... or a "
                     "preset (--map graphrca, --map danluu)"
                 )
-            yield from read_jsonl(path.resolve(), self.mapping)
+            yield from read_jsonl(path.resolve(), self.mapping, max_bytes=self.max_file_bytes)
             return
         try:
             raw = path.read_bytes()

@@ -126,14 +126,24 @@ def record_to_postmortem(
     return postmortem_from_fields(origin, fields, "\n\n".join(parts))
 
 
-def read_jsonl(path: Path, mapping: FieldMapping) -> Iterator[Postmortem | PostmortemInvalid]:
+def read_jsonl(
+    path: Path, mapping: FieldMapping, *, max_bytes: int | None = None
+) -> Iterator[Postmortem | PostmortemInvalid]:
     """Each line as a Postmortem, or the PostmortemInvalid that explains why it is not one.
-    A mapping that does not fit the file at all raises MappingError on the first record."""
+    A mapping that does not fit the file at all raises MappingError on the first record.
+    A line over ``max_bytes`` (the Markdown file limit) is refused as an oversized file is."""
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
             origin = f"{path}#L{number}"
+            if max_bytes is not None and len(raw) > max_bytes:
+                yield PostmortemInvalid(
+                    origin,
+                    f"line {number} is {len(raw)} bytes, over the limit of {max_bytes}; "
+                    "shorten the record or raise SEENBEFORE_MAX_FILE_BYTES",
+                )
+                continue
             try:
                 record = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -101,7 +101,7 @@ def _start_alertmanager(
 @pytest.fixture
 def alertmanager_home(tmp_path: Path) -> Iterator[Path]:
     if not os.path.exists(ALERTMANAGER):
-        pytest.fail(f"{ALERTMANAGER} is missing: `make test` installs prometheus-alertmanager (scripts/system_deps.sh)")
+        pytest.fail(f"{ALERTMANAGER} is missing: `make test` installs it (scripts/system_deps.sh)")
     yield tmp_path
 
 

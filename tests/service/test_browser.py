@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 def test_review_queue_in_chromium(tmp_path: Path) -> None:
     if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium package (scripts/system_deps.sh)")
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs it (scripts/system_deps.sh)")
     from playwright.sync_api import expect, sync_playwright
 
     settings = service_settings(tmp_path / "home")

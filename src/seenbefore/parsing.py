@@ -125,7 +125,9 @@ class _LimitedLoader(yaml.SafeLoader):
                 mark,
                 f"more than {self.max_nodes} values"
                 + (" once aliases ('*name') are expanded" if self.allow_aliases else ""),
-                "write the values out, shorter; an alias that repeats a list many times is refused",
+                "write the values out, shorter; an alias that repeats a list many times is refused"
+                if self.allow_aliases
+                else "keep long lists and text in the body, not in the fields",
             )
 
 

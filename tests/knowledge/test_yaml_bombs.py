@@ -155,3 +155,15 @@ def test_expanded_size_and_depth_are_counted_exactly() -> None:
 def test_recursive_alias_is_refused() -> None:
     with pytest.raises(YAMLProblem, match="refers to the node that contains it"):
         load_yaml("a: &x [1, *x]\n")
+
+
+def test_front_matter_value_and_depth_caps() -> None:
+    many = "k: [" + ",".join(["1"] * 3000) + "]"
+    with pytest.raises(YAMLProblem) as info:
+        load_yaml(many, aliases=False, max_nodes=2000, max_depth=16, first_line=2)
+    assert str(info.value) == (
+        "line 2: more than 2000 values; keep long lists and text in the body, not in the fields"
+    )
+    deep = "x: " + "[" * 100_000
+    with pytest.raises(YAMLProblem, match="^line 2: values nest deeper than 16 levels; flatten"):
+        load_yaml(deep, aliases=False, max_nodes=2000, max_depth=16, first_line=2)

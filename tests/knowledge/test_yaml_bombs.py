@@ -165,5 +165,5 @@ def test_front_matter_value_and_depth_caps() -> None:
         "line 2: more than 2000 values; keep long lists and text in the body, not in the fields"
     )
     deep = "x: " + "[" * 100_000
-    with pytest.raises(YAMLProblem, match="^line 2: values nest deeper than 16 levels; flatten"):
+    with pytest.raises(YAMLProblem, match=r"^line 2: values nest deeper than 16 levels; flatten"):
         load_yaml(deep, aliases=False, max_nodes=2000, max_depth=16, first_line=2)

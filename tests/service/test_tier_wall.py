@@ -174,3 +174,26 @@ def test_superseding_a_hidden_document_answers_like_an_absent_one(service: Servi
     vault = service.as_("restricted_viewer", "get", "/v1/postmortems/VAULT-1").json()
     assert (vault["effective_status"], vault["superseded_by"]) == ("current", None)
     assert post("POOL-1").status_code == 201  # one it can see: allowed
+
+
+def test_an_empty_search_does_not_blame_a_superseder_the_caller_cannot_see(
+    service: Service,
+) -> None:
+    _supersede_across_tiers(service)
+    dns = postmortem_text(
+        "INC-2099-903",
+        title="Resolver outage, restricted notes",
+        access_tier="restricted",
+        supersedes="DNS-1",
+    )
+    assert (
+        service.as_(
+            "restricted_admin", "post", "/v1/postmortems", json={"markdown": dns}
+        ).status_code
+        == 201
+    )
+    # every general document is superseded, but only by restricted ones: current for the viewer
+    out = service.as_("viewer", "post", "/v1/search", json={"query": "zebra quasar"}).json()
+    assert out["results"] == [] and out["empty_because"] is None
+    both = service.as_("restricted_viewer", "post", "/v1/search", json={"query": "zebra"}).json()
+    assert both["empty_because"] is None  # the restricted successors are current

@@ -92,7 +92,8 @@ def search(
             tiers=[c.access_tier for c in result.candidates],
             detail={"mode": result.mode, "k": k},
         )
-        emptied = empty_reason(kb.index(), filters) if not result.candidates else None
+        masks = kb.supersession().masks(kb.index())  # supersession as the caller's tiers see it
+        emptied = empty_reason(masks, filters) if not result.candidates else None
     if as_json:
         print_json({**result_json(result, explain=explain), "empty_because": emptied})
         return

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from seenbefore.types import SearchFilters, Status, StoredDocument
 
 
@@ -124,6 +127,23 @@ class Supersession:
 
     def reads(self, store: Any, tiers: Sequence[str]) -> CallerReads:
         return CallerReads(store, self, tuple(tiers))
+
+    def masks(self, index: Any) -> CallerMasks:
+        return CallerMasks(index, self)
+
+
+class CallerMasks:
+    """The corpus index's document masks with supersession as the filters' tiers see it (for
+    ``seenbefore.limits.empty_reason``: "every postmortem you can see is superseded" must not
+    count a superseder the caller cannot see)."""
+
+    def __init__(self, index: Any, view: Supersession) -> None:
+        self._index = index
+        self._view = view
+
+    def doc_mask(self, filters: SearchFilters) -> npt.NDArray[np.bool_]:
+        mask: npt.NDArray[np.bool_] = self._index.doc_mask(self._view.search_filters(filters))
+        return mask
 
 
 class CallerReads:

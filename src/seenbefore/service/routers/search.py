@@ -35,5 +35,6 @@ def search(body: SearchIn, app: App, who: Viewer) -> SearchOut:
     out = search_out(result)
     if not result.candidates:  # say which filter emptied it, as the CLI does
         hint = "include_superseded: true"
-        out.empty_because = empty_reason(app.kb.index(), filters, superseded_hint=hint)
+        masks = app.kb.supersession().masks(app.kb.index())  # supersession as the caller sees it
+        out.empty_because = empty_reason(masks, filters, superseded_hint=hint)
     return out

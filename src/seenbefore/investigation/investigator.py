@@ -157,7 +157,9 @@ class Investigator:
                 "tiers": list(self.tiers),
                 "excluded": list(self.exclude),
                 "k": self.k,
-                "documents_visible": int(self.kb.index().doc_mask(filters).sum()),
+                "documents_visible": int(
+                    self.kb.supersession().masks(self.kb.index()).doc_mask(filters).sum()
+                ),
                 **({"rewrite": rewrite} if rewrite is not None else {}),
             },
             gate=dict(d["gate"]),

@@ -30,11 +30,11 @@ from seenbefore.detection.features import Array
 from seenbefore.detection.likelihood import AnomalyLikelihood
 from seenbefore.errors import InputError
 
-DEFAULT_MEMBERS = ("spatial", "sequence")
+DEFAULT_MEMBERS = ("spatial", "sequence", "delta")
 DEFAULT_PARAMS: dict[str, Any] = {
-    "members": ["spatial", "sequence"],
-    "member_params": {"sequence": {"bins": 5, "order": 3}},
-    "rest_fraction": 0.2,
+    "members": ["spatial", "sequence", "delta"],
+    "member_params": {"sequence": {"bins": 5, "order": 3}, "delta": {"bins": 5, "order": 3}},
+    "rest_fraction": 0.1,
 }
 """The shipped configuration: chosen by leave-one-category-out on NAB's dev categories
 (``benchmarks/nab_sweep.py``; the README says how each parameter was chosen)."""

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from seenbefore.errors import ConfigError, NotFoundError, PostmortemInvalid, StoreError
+from seenbefore.errors import (
+    ConfigError,
+    ConflictError,
+    NotFoundError,
+    PostmortemInvalid,
+    StoreError,
+)
 from seenbefore.investigation.guard import scan
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.chunking import chunk_postmortem
@@ -157,6 +163,12 @@ def delete_postmortem(
     stored = _lookup(kb, doc_id, tiers)
     pm = stored.postmortem
     quotes = quotations(pm)
+    if tiers is not None and _cascade_leaves(kb, pm, quotes, tiers):
+        raise ConflictError(
+            f"postmortem {doc_id!r} cannot be deleted by you: postmortems derived from it (approved"
+            " drafts that cite or quote it) are not yours to change; an admin holding every tier"
+            " deletes it with them"
+        )
     home = data_home(kb)
     deleted_derived: list[str] = []
     cascaded = [0, 0, 0]  # reviews, notifications, log lines purged by the cascade
@@ -221,6 +233,27 @@ def delete_postmortem(
         if compact_files and not is_postgres(kb.store):
             _checkpoint(kb.store.path)  # the audit row itself went through the WAL
     return report
+
+
+def _cascade_leaves(
+    kb: KnowledgeBase, pm: Postmortem, quotes: Sequence[str], tiers: Sequence[str]
+) -> bool:
+    """True when deleting ``pm`` would cascade into a derived postmortem outside ``tiers``: a
+    delete must not act on (or name) documents its caller may not see."""
+    seen, frontier = {pm.id}, [(pm, list(quotes))]
+    while frontier:
+        current, said = frontier.pop()
+        for other in _derived_documents(kb, current, said):
+            if other in seen:
+                continue
+            seen.add(other)
+            doc = kb.store.documents_meta([other]).get(other)
+            if doc is None:
+                continue
+            if doc.postmortem.access_tier not in tiers:
+                return True
+            frontier.append((doc.postmortem, quotations(doc.postmortem)))
+    return False
 
 
 def _lookup(kb: KnowledgeBase, doc_id: str, tiers: Sequence[str] | None) -> StoredDocument:

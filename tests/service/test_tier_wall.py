@@ -197,3 +197,24 @@ def test_an_empty_search_does_not_blame_a_superseder_the_caller_cannot_see(
     assert out["results"] == [] and out["empty_because"] is None
     both = service.as_("restricted_viewer", "post", "/v1/search", json={"query": "zebra"}).json()
     assert both["empty_because"] is None  # the restricted successors are current
+
+
+def test_a_delete_does_not_cascade_into_documents_the_caller_cannot_see(service: Service) -> None:
+    from tests.service.test_deletion import BODY, MARKER, TOKEN
+
+    ledger = postmortem_text("LEDGER-9", title="Ledger writer stalled by compaction", body=BODY)
+    out = service.as_("admin", "post", "/v1/postmortems", json={"markdown": ledger})
+    assert out.status_code == 201
+    text = {"text": f"ledger writes stalled, {TOKEN} queue growing, {MARKER} running; vault key"}
+    review = service.as_("restricted_admin", "post", "/v1/investigations", json=text).json()
+    assert review["draft"]["cited_incidents"][0] == "LEDGER-9"
+    assert "restricted" in review["tiers"], review["tiers"]
+    approved = service.as_("restricted_admin", "post", f"/v1/reviews/{review['id']}/approve")
+    derived = approved.json()["postmortem_id"]
+    assert service.as_("viewer", "get", f"/v1/postmortems/{derived}").status_code == 404
+
+    refused = service.as_("admin", "delete", "/v1/postmortems/LEDGER-9")
+    assert refused.status_code == 409 and derived not in refused.text
+    assert service.as_("viewer", "get", "/v1/postmortems/LEDGER-9").status_code == 200
+    done = service.as_("restricted_admin", "delete", "/v1/postmortems/LEDGER-9").json()
+    assert done["derived_deleted"] == [derived]

@@ -5,7 +5,8 @@ deletes. A write never answers 404: an id held by a postmortem outside the calle
 same 409 as an id held by a visible one on POST (:func:`id_taken`), and ``supersedes`` must name
 a postmortem the writer can see (:func:`cannot_supersede`: the same 400 for absent and hidden).
 Writing and deleting need role admin; an admin may only write tiers they hold. Deleting removes
-the document and every trace of it (``seenbefore.lifecycle.delete_postmortem``)."""
+the document and every trace of it (``seenbefore.lifecycle.delete_postmortem``); a delete that
+would cascade into a derived postmortem outside the caller's tiers is refused (409)."""
 
 from __future__ import annotations
 
@@ -157,7 +158,7 @@ def replace(doc_id: str, body: PostmortemIn, app: App, who: Admin, response: Res
     "/{doc_id}",
     response_model=DeletionOut,
     summary="Delete a postmortem and every trace of it",
-    responses=problems(404),
+    responses=problems(404, 409),
 )
 def delete(doc_id: str, app: App, who: Admin) -> DeletionOut:
     with app.write_lock:

@@ -164,3 +164,27 @@ def test_instructions_to_a_model_are_flagged_not_dropped(
     assert sorted(report.added) == ["A", "B"]  # kept: it may be a write-up of a real attack
     assert [doc for doc, _ in report.flagged] == ["A"]
     assert "hidden_markup" in report.flagged[0][1] or "instruction_override" in report.flagged[0][1]
+
+
+def test_a_huge_file_is_refused_without_reading_it(
+    ingestor: Ingestor, store: SQLiteStore, kb_dir: Path
+) -> None:
+    import os
+    import tracemalloc
+
+    path = kb_dir / "huge.md"
+    with path.open("wb") as fh:
+        fh.write(postmortem_text("HUGE").encode())
+    os.truncate(path, 2**31)  # a 2 GiB (sparse) file
+    tracemalloc.start()
+    report = ingestor.ingest([path])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert report.quarantined == [
+        (
+            str(path.resolve()),
+            "file is 2147483648 bytes, over the limit of 1000000; split it or raise "
+            "SEENBEFORE_MAX_FILE_BYTES",
+        )
+    ]
+    assert peak < 5_000_000  # one byte past the limit was read, not 2 GiB

@@ -82,3 +82,19 @@ def test_shared_exports_load(
         assert first.title and first.sections and first.extra.get("url")
         if preset == "graphrca":
             assert first.section("root_cause") is not None and first.date is not None
+
+
+def test_an_endless_line_is_skipped_in_chunks(tmp_path: Path) -> None:
+    import tracemalloc
+
+    path = tmp_path / "x.jsonl"
+    with path.open("wb") as fh:
+        fh.write(b'{"k": "A", "t": "T", "s": "body"}\n' + b"x" * 5_000_000 + b"\n")
+        fh.write(b'{"k": "B", "t": "T", "s": "after the long line"}\n')
+    tracemalloc.start()
+    items = list(read_jsonl(path, FieldMapping.parse("id=k,title=t,summary=s"), max_bytes=1000))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [getattr(i, "id", None) for i in items] == ["A", None, "B"]
+    assert items[1].reason.startswith("line 2 is 5000001 bytes, over the limit of 1000")  # type: ignore[union-attr]
+    assert peak < 1_000_000  # the 5 MB line was never held whole

@@ -157,9 +157,11 @@ class Ingestor:
             yield from read_jsonl(path.resolve(), self.mapping, max_bytes=self.max_file_bytes)
             return
         try:
-            raw = path.read_bytes()
+            with path.open("rb") as fh:  # one byte past the limit is enough to refuse it
+                raw = fh.read(self.max_file_bytes + 1)
+            size = path.stat().st_size if len(raw) > self.max_file_bytes else None
             yield postmortem_from_markdown(
-                source, decode(source, raw, max_bytes=self.max_file_bytes)
+                source, decode(source, raw, max_bytes=self.max_file_bytes, size=size)
             )
         except PostmortemInvalid as exc:
             yield exc

@@ -16,7 +16,7 @@ import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from seenbefore.errors import MappingError, PostmortemInvalid
 from seenbefore.knowledge.validate import KNOWN_FIELDS, postmortem_from_fields
@@ -133,16 +133,16 @@ def read_jsonl(
     A mapping that does not fit the file at all raises MappingError on the first record.
     A line over ``max_bytes`` (the Markdown file limit) is refused as an oversized file is."""
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
+        for number, raw, size in _lines(fh, max_bytes):
             origin = f"{path}#L{number}"
-            if max_bytes is not None and len(raw) > max_bytes:
+            if raw is None or (max_bytes is not None and size > max_bytes):
                 yield PostmortemInvalid(
                     origin,
-                    f"line {number} is {len(raw)} bytes, over the limit of {max_bytes}; "
+                    f"line {number} is {size} bytes, over the limit of {max_bytes}; "
                     "shorten the record or raise SEENBEFORE_MAX_FILE_BYTES",
                 )
+                continue
+            if not raw.strip():
                 continue
             try:
                 record = json.loads(raw.decode("utf-8"))
@@ -163,6 +163,23 @@ def read_jsonl(
                 yield record_to_postmortem(origin, record, mapping)
             except PostmortemInvalid as exc:
                 yield exc
+
+
+def _lines(fh: BinaryIO, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:
+    """(number, line, size) for each line; a line longer than ``limit`` is skipped a chunk at a
+    time (its bytes None), so one endless line never sits in memory whole."""
+    number = 0
+    while raw := fh.readline(-1 if limit is None else limit + 1):
+        number += 1
+        if limit is None or len(raw) <= limit or raw.endswith(b"\n"):
+            yield number, raw, len(raw)
+            continue
+        size = len(raw)
+        while more := fh.readline(1 << 16):
+            size += len(more)
+            if more.endswith(b"\n"):
+                break
+        yield number, None, size
 
 
 def _check_mapping_fits(path: Path, mapping: FieldMapping, record: Mapping[str, Any]) -> None:

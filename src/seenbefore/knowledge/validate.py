@@ -39,12 +39,13 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
 
 
-def decode(source: str, raw: bytes, *, max_bytes: int) -> str:
+def decode(source: str, raw: bytes, *, max_bytes: int, size: int | None = None) -> str:
+    """``size``: the file's size when ``raw`` is only its first bytes (a reader stops early)."""
     if len(raw) > max_bytes:
         raise PostmortemInvalid(
             source,
-            f"file is {len(raw)} bytes, over the limit of {max_bytes}; split it or raise "
-            "SEENBEFORE_MAX_FILE_BYTES",
+            f"file is {max(size or 0, len(raw))} bytes, over the limit of {max_bytes}; split it "
+            "or raise SEENBEFORE_MAX_FILE_BYTES",
         )
     try:
         return raw.decode("utf-8")

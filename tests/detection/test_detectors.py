@@ -14,7 +14,7 @@ from seenbefore.detection.detectors import (
     SpatialRange,
     StreamDetector,
 )
-from seenbefore.detection.ensemble import StreamingEnsemble, rest_after_fire
+from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble, rest_after_fire
 from seenbefore.errors import InputError
 
 SMALL = {  # small settings so every detector has state to carry on a 1200-row series
@@ -106,7 +106,7 @@ def test_rest_after_fire_hand_worked() -> None:
 
 def test_estimator_contract() -> None:
     det = SequenceNovelty(bins=4)
-    assert det.get_params() == {"probation": 750, "bins": 4, "order": 6, "differences": False}
+    assert det.get_params() == {"probation": 750, "bins": 4, "order": 3, "differences": False}
     assert det.set_params(order=3) is det and det.order == 3
     assert isinstance(det.fit(np.arange(10.0)), StreamDetector)
     assert hasattr(det, "scores_") and det.n_seen_ == 10
@@ -114,18 +114,19 @@ def test_estimator_contract() -> None:
         det.set_params(nope=1)
     with pytest.raises(InputError, match="NaN or infinite"):
         det.fit(np.array([1.0, np.nan]))
+    shipped = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(series()).scores_
+    assert np.array_equal(StreamingEnsemble(probation=300).fit(series()).scores_, shipped)
     with pytest.raises(InputError, match="unknown ensemble member 'nope'"):
         StreamingEnsemble(members=("nope",)).fit(np.arange(10.0))
 
 
 def test_online_ensemble_matches_the_batch_point_by_point() -> None:
-    from seenbefore.detection.ensemble import DEFAULT_PARAMS
     from seenbefore.detection.online import OnlineEnsemble
 
     x = series(2000)
     x[1500:] += 1.5  # a level shift after probation
     batch = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(x).scores_
-    online = OnlineEnsemble(probation=300, **DEFAULT_PARAMS)
+    online = OnlineEnsemble(probation=300)  # its defaults are the shipped configuration
     got = np.array([online.update(v) for v in x])
     assert np.allclose(got, batch, rtol=0, atol=1e-12)
     three = {"members": ["spatial", "sequence", "delta"], "member_params": {"delta": {"bins": 8}}}
@@ -140,7 +141,6 @@ def test_online_ensemble_matches_the_batch_point_by_point() -> None:
 
 
 def test_shipped_ensemble_is_causal_inside_probation_too() -> None:
-    from seenbefore.detection.ensemble import DEFAULT_PARAMS
 
     x = series()
     full = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(x).scores_

@@ -7,7 +7,7 @@ combined, then quietened after each alert.
    (``direct``) already say "never seen before" and are kept as they are;
 3. the calibrated scores are combined (``max`` or ``mean``);
 4. after a row whose combined score reaches ``fire``, the next ``rest`` rows (default
-   ``rest_fraction`` of the probationary period, 1/5 as in CAD OSE) are multiplied by
+   ``rest_fraction`` of the probationary period; CAD OSE uses 1/5) are multiplied by
    ``damp`` (CAD OSE and the HTM likelihood filter do the same: NAB credits only the first
    detection in a window and charges every false one).
 
@@ -36,8 +36,9 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "member_params": {"sequence": {"bins": 5, "order": 3}, "delta": {"bins": 5, "order": 3}},
     "rest_fraction": 0.1,
 }
-"""The shipped configuration: chosen by leave-one-category-out on NAB's dev categories
-(``benchmarks/nab_sweep.py``; the README says how each parameter was chosen)."""
+"""The shipped configuration (also the class defaults): chosen by leave-one-category-out on
+NAB's dev categories (``benchmarks/nab_sweep.py``; the README says how each parameter was
+chosen)."""
 
 
 def _max(stacked: Array) -> Array:
@@ -84,7 +85,7 @@ class StreamingEnsemble(StreamDetector):
         history: int = 8640,
         fire: float = 0.5,
         rest: int | None = None,
-        rest_fraction: float = 0.2,
+        rest_fraction: float = 0.1,
         damp: float = 0.0,
     ) -> None:
         self.probation = probation

@@ -123,14 +123,14 @@ class OnlineEnsemble:
         self,
         *,
         probation: int = 750,
-        members: Sequence[str] = ("spatial", "sequence"),
+        members: Sequence[str] = ("spatial", "sequence", "delta"),
         member_params: Mapping[str, Mapping[str, Any]] | None = None,
         tolerance: float = 0.05,
         averaging_window: int = 10,
         history: int = 8640,
         reestimation_period: int = 100,
         fire: float = 0.5,
-        rest_fraction: float = 0.2,
+        rest_fraction: float = 0.1,
         damp: float = 0.0,
     ) -> None:
         self.probation = probation
@@ -161,7 +161,7 @@ class OnlineEnsemble:
         for name in self.members:
             if name == "spatial":
                 continue
-            p = {"bins": 5, "order": 3} if name == "delta" else {"bins": 8, "order": 6}
+            p = {"bins": 5, "order": 3}  # the members' defaults
             p.update({k: v for k, v in params.get(name, {}).items() if k in ("bins", "order")})
             self.novelty_[name] = _Novelty(self.probation, int(p["bins"]), int(p["order"]))
             self.likelihood_[name] = _Likelihood(

@@ -43,7 +43,7 @@ class SequenceNovelty(StreamDetector):
     ``order``; fewer at the start) seen for the first time. Every context is remembered."""
 
     def __init__(
-        self, *, probation: int = 750, bins: int = 8, order: int = 6, differences: bool = False
+        self, *, probation: int = 750, bins: int = 5, order: int = 3, differences: bool = False
     ) -> None:
         self.probation = probation
         self.bins = bins

@@ -61,7 +61,9 @@ def _scopes_json(scopes: dict[str, dict[str, ScopeScore]]) -> dict[str, Any]:
 
 def run_and_show(data: Path, labels: Path, out: Path, *, as_json: bool) -> None:
     started = time.perf_counter()
-    total = len(data_files(data, read_windows(labels)))
+    chosen = data_files(data, read_windows(labels))
+    total = len(chosen)
+    unlabelled = sum(1 for _ in data.rglob("*.csv")) - total
     columns = (
         TextColumn("[bold]NAB[/]"),
         BarColumn(),
@@ -87,12 +89,18 @@ def run_and_show(data: Path, labels: Path, out: Path, *, as_json: bool) -> None:
     points = sum(len(f.timestamps) for f in report.scored)
     if as_json:
         command = f"seenbefore nab --data {data} --labels {labels} --out {out} --json"
-        print_json({"command": command, **_payload(report, scopes, seconds, points)})
+        payload = _payload(report, scopes, seconds, points)
+        print_json({"command": command, **payload, "unlabelled_files": unlabelled})
         return
     for rel, what in report.repairs:
         console.print(f"[yellow]warning[/] {rel}: {what}", highlight=False)
     for rel, why in report.skipped:
         console.print(f"[red]skipped[/] {rel}: {why}", highlight=False)
+    if unlabelled:
+        console.print(
+            f"[yellow]warning[/] {unlabelled} CSV files under {data} have no entry in "
+            f"{labels}; not run"
+        )
     table = Table(title=f"NAB, {len(report.scored)} files: {DETECTOR} streaming ensemble")
     table.add_column("scope", no_wrap=True)
     for col in ("files", "standard", "low FP", "low FN", "FP (std)"):

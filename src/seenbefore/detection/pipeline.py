@@ -76,8 +76,9 @@ def detect(
     n = len(telemetry.timestamps)
     if n < params.train_minutes + 10:
         raise InputError(
-            f"{n} points of telemetry; the detector needs {params.train_minutes} of "
-            "clean history plus data to score (lower --train-minutes)"
+            f"{n} points of telemetry; the detector needs {params.train_minutes} points of "
+            "clean history plus at least 10 to score: give a longer series (more rows, a "
+            "longer --since, or more --hours when simulating)"
         )
     anomalies: list[Anomaly] = []
     hits: list[RuleHit] = []

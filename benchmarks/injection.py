@@ -25,9 +25,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from seenbefore.investigation.guard import KINDS, Finding, scan
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
+from seenbefore.textguard import KINDS, Finding, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "investigation" / "injection_fixture.yaml"

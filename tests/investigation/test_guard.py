@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from seenbefore.investigation.guard import (
+from seenbefore.textguard import (
     EXCERPT_MAX,
     KINDS,
     Finding,

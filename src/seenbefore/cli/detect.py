@@ -230,8 +230,8 @@ def _route(report: DetectionReport, drafts: dict[str, Any]) -> dict[str, list[st
 
 def _investigate(report: DetectionReport, telemetry: Telemetry) -> dict[str, Any]:
     from seenbefore.cli.common import caller_tiers, open_kb
-    from seenbefore.cli.investigate import make_reporter, make_rewriter
     from seenbefore.detection.pipeline import capacity_of
+    from seenbefore.investigation.factory import make_reporter, make_rewriter
     from seenbefore.investigation.investigator import Investigator
     from seenbefore.investigation.query import from_anomaly
 

@@ -11,8 +11,8 @@ from rich.panel import Panel
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
 from seenbefore.cli.search import TierOption
 from seenbefore.cli.security import record_local
-from seenbefore.config import Settings
 from seenbefore.errors import InputError
+from seenbefore.investigation.factory import make_reporter, make_rewriter
 from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import (
     InvestigationRequest,
@@ -20,10 +20,12 @@ from seenbefore.investigation.query import (
     from_anomaly,
     from_text,
 )
-from seenbefore.investigation.reporter import Draft, OfflineReporter
+from seenbefore.investigation.reporter import Draft
 from seenbefore.limits import check_k, check_query
 from seenbefore.parsing import load_json
 from seenbefore.security.alert_caps import cap_webhook
+
+__all__ = ["investigate", "make_reporter", "make_rewriter", "render_draft", "requests_from"]
 
 
 def _check_webhook(path: Path, payload: Any) -> None:
@@ -93,31 +95,6 @@ def requests_from(
             "writes it"
         ) from None
     return [from_anomaly(anomaly_from_dict(checked.model_dump(mode="json")))]
-
-
-def make_reporter(cfg: Settings) -> Any:
-    """The LLM reporter when an endpoint is configured, else the offline one."""
-    from seenbefore.investigation.llm import llm_from_settings
-
-    llm = llm_from_settings(cfg.model_dump())
-    if llm is None:
-        return OfflineReporter()
-    from seenbefore.investigation.llm_reporter import LLMReporter
-
-    return LLMReporter(
-        llm, allowed_hosts=cfg.llm_allowed_hosts, local_only_tiers=cfg.llm_local_only_tiers
-    )
-
-
-def make_rewriter(cfg: Settings) -> Any:
-    """The Investigator's LLM query rewriter when enabled and an endpoint is configured."""
-    if not cfg.llm_rewrite_queries:
-        return None
-    from seenbefore.investigation.llm import llm_from_settings
-    from seenbefore.investigation.rewriter import QueryRewriter
-
-    llm = llm_from_settings(cfg.model_dump())
-    return QueryRewriter(llm) if llm is not None else None
 
 
 def _evidence_line(trace: dict[str, Any]) -> str:

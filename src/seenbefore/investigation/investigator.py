@@ -1,60 +1,34 @@
 """The Investigator: runs hybrid retrieval and gathers the evidence for the top candidates, as a
-structured record that can be inspected before anything is drafted from it. Deterministic."""
+structured record that can be inspected before anything is drafted from it. Deterministic.
+The record's types live in :mod:`seenbefore.investigation.evidence` (re-exported here)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from seenbefore.core.fusion import ranked, rrf
-from seenbefore.investigation.guard import scan
+from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.investigation.rewriter import QueryRewriter
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.signals import normalise_signal
+from seenbefore.textguard import scan
 from seenbefore.types import Candidate, SearchFilters
 
-EVIDENCE_SECTIONS = ("detection", "root_cause", "resolution")
+__all__ = [
+    "EVIDENCE_SECTIONS",
+    "REWRITE_DEPTH",
+    "Evidence",
+    "EvidenceItem",
+    "Investigator",
+    "search_options",
+]
+
 REWRITE_DEPTH = 10  # candidates per query fused when the LLM rewrites the query
-
-
-@dataclass(frozen=True)
-class EvidenceItem:
-    doc_id: str
-    title: str
-    date: dt.date | None
-    type: str
-    status: str
-    superseded_by: str | None
-    access_tier: str
-    matched_by: str
-    retrievers: dict[str, dict[str, float]]
-    score: float
-    matched_section: str
-    sections: dict[str, str]  # whole sections (detection, root cause, resolution)
-    signals_shared: tuple[str, ...]
-    signals_not_in_precedent: tuple[str, ...]
-    signals_only_in_precedent: tuple[str, ...]
-    injection_flags: tuple[str, ...] = ()  # kinds of prompt-injection patterns found in sections
-
-
-@dataclass(frozen=True)
-class Evidence:
-    request: InvestigationRequest
-    items: tuple[EvidenceItem, ...]
-    confidence: float
-    confidence_label: str
-    novel: bool
-    searched: dict[str, Any]
-    gate: dict[str, Any]
-    timings: dict[str, float] = field(default_factory=dict)
-    novel_reason: str = ""  # why novel, when it is
-    signals: dict[str, float] = field(default_factory=dict)  # confidence inputs (top result)
-    confidence_model_key: str = ""  # which confidence model scored them (calibration labels)
 
 
 class Investigator:

@@ -12,50 +12,19 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import jinja2
 from pydantic import ValidationError
 
 from seenbefore.core.confidence import label
-from seenbefore.investigation.guard import fence
-from seenbefore.investigation.investigator import EVIDENCE_SECTIONS, Evidence
-from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, Message, unfence
+from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence
+from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, unfence
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter, trace
+from seenbefore.investigation.templates import render
+
+__all__ = ["SYSTEM_FIELDS", "LLMReporter", "draft_schema", "judge", "render"]
 
 SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace")
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
-    env.filters["fence"] = fence
-    return env
-
-
-@cache
-def _template(name: str) -> jinja2.Template:
-    source = resources.files("seenbefore.investigation").joinpath("prompts", name)
-    return _environment().from_string(source.read_text(encoding="utf-8"))
-
-
-def render(name: str, **variables: Any) -> list[Message]:
-    """Render a prompt template into chat messages: its ``system`` block (when it sets one)
-    and its body as the user message."""
-    module = _template(name).make_module(variables)
-    messages: list[Message] = []
-    system = str(getattr(module, "system", "")).strip()
-    if system:
-        messages.append({"role": "system", "content": system})
-    messages.append({"role": "user", "content": str(module).strip()})
-    return messages
 
 
 @cache

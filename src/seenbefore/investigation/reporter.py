@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seenbefore.core.confidence import label
-from seenbefore.investigation.investigator import Evidence, EvidenceItem
+from seenbefore.investigation.evidence import Evidence, EvidenceItem
 
 OFFLINE_LABEL = "drafted without a language model (extractive, offline reporter)"
 STALE_AFTER_DAYS = 2 * 365

@@ -18,6 +18,7 @@ from typing import Any
 
 from seenbefore.investigation.llm import LLM, LLMError, unfence
 from seenbefore.investigation.query import InvestigationRequest
+from seenbefore.investigation.templates import render
 
 MAX_QUERIES = 3
 MAX_QUERY_CHARS = 300
@@ -70,8 +71,6 @@ class QueryRewriter:
         self.model = model or str(getattr(llm, "model", ""))
 
     def rewrite(self, request: InvestigationRequest) -> Rewrite:
-        from seenbefore.investigation.llm_reporter import render
-
         messages = render(
             "rewrite.j2",
             query=request.display or request.query,

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seenbefore.errors import InputError, PostmortemInvalid
-from seenbefore.investigation.guard import scan
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.jsonl import FieldMapping, read_jsonl
 from seenbefore.knowledge.validate import content_hash, decode, postmortem_from_markdown
 from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.textguard import scan
 from seenbefore.types import Chunk, Postmortem
 
 MARKDOWN_SUFFIXES = {".md", ".markdown"}

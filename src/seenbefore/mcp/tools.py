@@ -72,7 +72,7 @@ def investigate(
     request = from_text(body.text)
     if body.services:
         request = dataclasses.replace(request, services=tuple(body.services))
-    from seenbefore.cli.investigate import make_reporter  # the reporter factory (LLM or offline)
+    from seenbefore.investigation.factory import make_reporter  # LLM or offline
 
     investigator = Investigator(app.kb, tiers=who.principal.tiers, k=k)
     evidence = investigator.investigate(request)

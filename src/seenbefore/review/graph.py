@@ -78,7 +78,7 @@ class ReviewState(TypedDict, total=False):
 
 def _default_factory(settings: Settings) -> ReporterFactory:
     def make() -> Reporter:
-        from seenbefore.cli.investigate import make_reporter
+        from seenbefore.investigation.factory import make_reporter
 
         reporter: Reporter = make_reporter(settings)
         return reporter

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from seenbefore.investigation.investigator import Evidence, EvidenceItem
+from seenbefore.investigation.evidence import Evidence, EvidenceItem
 from seenbefore.investigation.query import InvestigationRequest
 
 ReviewStatus = Literal["pending", "approved", "closed"]

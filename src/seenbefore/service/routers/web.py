@@ -19,7 +19,6 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 
 from seenbefore.errors import AuthError, InputError, SeenbeforeError
-from seenbefore.investigation.guard import sanitize_for_display
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.review.models import DismissReason, DraftEdits
 from seenbefore.service import actions, queue_rows
@@ -28,6 +27,7 @@ from seenbefore.service.errors import TITLES, status_for
 from seenbefore.service.routers.postmortems import postmortem_out
 from seenbefore.service.routers.search import search_out
 from seenbefore.service.sessions import LOGIN_CSRF_COOKIE, SESSION_COOKIE
+from seenbefore.textguard import sanitize_for_display
 from seenbefore.types import SEVERITIES, SearchFilters
 
 WEB = Path(__file__).resolve().parent.parent / "web"

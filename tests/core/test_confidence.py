@@ -68,3 +68,18 @@ def test_isotonic_knots_pool_violators_and_shrink_toward_the_raw_score() -> None
     assert recalibrate(0.175, knots) == pytest.approx(0.05 + (1.25 / 3 - 0.05) * 0.5, abs=1e-6)
     assert recalibrate(0.0, knots) == 0.05 and recalibrate(0.9, knots) == 0.7
     assert recalibrate(0.3, ()) == 0.3
+
+
+def test_a_model_round_trips_with_its_recalibration_and_precedent_model() -> None:
+    model = ConfidenceModel(
+        {"sparse_coverage": 2.0},
+        -1.0,
+        0.3,
+        calibration=((0.1, 0.05), (0.9, 0.8)),
+        precedent={"weights": {"sparse_coverage": 4.0}, "bias": -2.0, "threshold": 0.5},
+    )
+    assert ConfidenceModel.from_dict(model.as_dict()) == model
+    # the verdict follows the precedent model: sigmoid(-2 + 4 * 0.4) < 0.5, sigmoid(0.4) > 0.5
+    assert model.is_novel(0.99, {"sparse_coverage": 0.4}) is True
+    assert model.is_novel(0.01, {"sparse_coverage": 0.6}) is False
+    assert model.is_novel(0.2) is True  # without signals: confidence below threshold

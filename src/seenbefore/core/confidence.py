@@ -41,6 +41,9 @@ class ConfidenceModel:
     # optional monotone recalibration of the logistic output: (raw, calibrated) knots, raw
     # ascending, interpolated linearly (isotonic regression fitted on held-apart cases)
     calibration: tuple[tuple[float, float], ...] = ()
+    # optional precedent model for the verdict: {"weights", "bias", "threshold"}; a logistic
+    # model of "the KB holds a precedent" (not "the top hit is right"), novel below threshold
+    precedent: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         negative = {k: v for k, v in self.weights.items() if v < 0}
@@ -57,8 +60,19 @@ class ConfidenceModel:
     def predict(self, signals: Mapping[str, float]) -> float:
         return recalibrate(self.raw(signals), self.calibration)
 
-    def is_novel(self, confidence: float) -> bool:
+    def is_novel(self, confidence: float, signals: Mapping[str, float] | None = None) -> bool:
+        """The verdict: from the precedent model when there is one (and ``signals``), else
+        ``confidence`` below ``threshold``."""
+        if self.precedent and signals is not None:
+            return self.precedent_probability(signals) < float(self.precedent["threshold"])
         return confidence < self.threshold
+
+    def precedent_probability(self, signals: Mapping[str, float]) -> float:
+        weights: Mapping[str, float] = self.precedent.get("weights", {})
+        z = float(self.precedent.get("bias", 0.0)) + sum(
+            float(w) * float(signals.get(name, 0.0)) for name, w in weights.items()
+        )
+        return _sigmoid(z)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +82,7 @@ class ConfidenceModel:
             "source": self.source,
             "metrics": dict(self.metrics),
             "calibration": [list(k) for k in self.calibration],
+            "precedent": dict(self.precedent),
         }
 
     @classmethod
@@ -79,6 +94,7 @@ class ConfidenceModel:
             source=str(data.get("source", "")),
             metrics=dict(data.get("metrics", {})),
             calibration=tuple((float(a), float(b)) for a, b in data.get("calibration") or ()),
+            precedent=dict(data.get("precedent") or {}),
         )
 
 

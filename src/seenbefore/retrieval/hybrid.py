@@ -171,7 +171,9 @@ class HybridRetriever:
             )
         signals["type_consensus"] = _type_consensus([c.type for c in candidates[:4]])
         confidence = self.confidence.predict(signals) if self.confidence and top else 0.0
-        novel = (not top) or (self.confidence is not None and self.confidence.is_novel(confidence))
+        novel = (not top) or (
+            self.confidence is not None and self.confidence.is_novel(confidence, signals)
+        )
         timings["confidence_ms"] = _ms(clock)
         candidates = candidates[: options.k]
         details: dict[str, Any] = {

@@ -24,6 +24,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports --no-logo  # [tool.importlinter] in pyproject.toml: imports flow one way
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src

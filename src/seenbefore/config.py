@@ -18,6 +18,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from seenbefore.errors import ConfigError
 from seenbefore.types import DEFAULT_TIER
 
+# the sampled investigation log, <home>/logs/<this> (written by the service's sampler, purged of
+# a deleted postmortem's text by seenbefore.lifecycle)
+SAMPLED_LOG_NAME = "investigations.jsonl"
+
 
 class Settings(BaseSettings):
     """All knobs, with defaults that work out of the box."""

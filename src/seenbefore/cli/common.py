@@ -10,10 +10,9 @@ from rich.console import Console
 
 from seenbefore.config import Settings, load_settings
 from seenbefore.kb import KnowledgeBase
-from seenbefore.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
-    from seenbefore.storage.postgres import PostgresStore
+    from seenbefore.storage.base import Store
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -25,7 +24,7 @@ def settings() -> Settings:
     return load_settings()
 
 
-def open_store(cfg: Settings | None = None) -> SQLiteStore | PostgresStore:
+def open_store(cfg: Settings | None = None) -> Store:
     """The store the settings select (SEENBEFORE_DATABASE_URL: PostgreSQL; else SQLite)."""
     from seenbefore.storage.factory import open_store as select
 

@@ -8,8 +8,9 @@ anomaly included), so nothing is lost when a receiver is down.
     dead       failed in a way retrying cannot fix (a 4xx such as ``invalid_payload`` or an
                invalid PagerDuty event); kept for a person, and ``requeue`` puts it back
 
-Rows are never deleted here. Each call opens and closes its own connection, so one file can be
-shared by the detector and a separate retry job.
+Rows are never deleted here, except by :func:`purge_matching` (deleting a postmortem erases every
+copy of its text, queued notifications included). Each call opens and closes its own connection,
+so one file can be shared by the detector and a separate retry job.
 """
 
 from __future__ import annotations
@@ -214,3 +215,18 @@ class Outbox:
                 " WHERE id = ?",
                 (redact(reason), self._now(), entry_id),
             )
+
+
+def purge_matching(path: Path, matches: Callable[[str], bool]) -> int:
+    """Delete the rows of the outbox at ``path`` whose message (its JSON text) ``matches``;
+    returns how many. A missing file, or a file without the table, holds none."""
+    if not path.is_file():
+        return 0
+    with closing(sqlite3.connect(path, timeout=30.0)) as conn, conn:
+        try:
+            rows = conn.execute("SELECT id, message FROM notify_outbox").fetchall()
+        except sqlite3.OperationalError:  # not an outbox (no such table)
+            return 0
+        doomed = [int(r[0]) for r in rows if matches(r[1])]
+        conn.executemany("DELETE FROM notify_outbox WHERE id = ?", [(i,) for i in doomed])
+    return len(doomed)

@@ -17,14 +17,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+from typing import Any, Protocol, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
@@ -43,10 +41,6 @@ from seenbefore.review.models import (
 from seenbefore.review.postmortem import postmortem_id, render
 from seenbefore.review.records import ReviewRecords
 from seenbefore.review.tiers import most_restrictive
-from seenbefore.storage.sqlport import is_postgres
-
-if TYPE_CHECKING:
-    from seenbefore.storage.postgres import PostgresStore
 
 CHECKPOINT_FILE = "reviews.sqlite"
 APPROVED_DIR = "approved"  # <home>/approved/PM-<review id>.md: the ingested source of each
@@ -106,23 +100,12 @@ class ReviewGraph:
         self.checkpoint_path = settings.home / CHECKPOINT_FILE
         self.approved_dir = settings.home / APPROVED_DIR
         self._stack = contextlib.ExitStack()
-        self._conn: sqlite3.Connection | None = None
-        self.saver: Any
-        self._lease: Callable[[str], contextlib.AbstractContextManager[bool]]
-        if is_postgres(kb.store):
-            store = cast("PostgresStore", kb.store)
-            self.saver = self._stack.enter_context(store.checkpointer())
-            self.checkpoint_location = f"the database {store.url}"
-            self._lease = store.lease
-        else:  # one file: processes take turns on its lock; nothing to lease
-            self._lease = lambda _: contextlib.nullcontext(True)
-            self._conn = sqlite3.connect(
-                str(self.checkpoint_path), check_same_thread=False, timeout=30.0
-            )
-            self._stack.callback(self._conn.close)
-            self._conn.execute("PRAGMA secure_delete = ON")  # deleted checkpoints leave no text
-            self.saver = SqliteSaver(self._conn)
-            self.checkpoint_location = str(self.checkpoint_path)
+        # the file beside kb.sqlite, or the server database (the store decides; SQLite ignores
+        # leases: one file, processes take turns on its lock)
+        self.checkpoints = self._stack.enter_context(kb.store.checkpointer(self.checkpoint_path))
+        self.saver: Any = self.checkpoints.saver
+        self.checkpoint_location = self.checkpoints.location
+        self._lease: Callable[[str], contextlib.AbstractContextManager[bool]] = kb.store.lease
         self.graph = self._build().compile(checkpointer=self.saver)
 
     def close(self) -> None:
@@ -252,10 +235,7 @@ class ReviewGraph:
 
     def compact(self) -> None:
         """Cut deleted checkpoints out of the SQLite WAL (PostgreSQL: nothing to do here)."""
-        if self._conn is None:
-            return
-        with self.saver.lock:
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.checkpoints.compact()
 
 
 def _effective_request(state: ReviewState) -> InvestigationRequest:

@@ -22,7 +22,11 @@ from typing import Any
 
 from seenbefore.errors import ConflictError, NotFoundError
 from seenbefore.review.models import Review, ReviewEvent
-from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres, marks
+from seenbefore.security.visibility import review_visible_sql as visible_sql
+from seenbefore.storage.base import Store
+from seenbefore.storage.sqlport import SqlConn, SqlRow, marks
+
+__all__ = ["ReviewRecords", "add_event", "conflict", "now", "severity_rank", "visible_sql"]
 
 SEVERITY_RANKS: dict[str, int] = {
     "sev1": 1,
@@ -49,23 +53,6 @@ def severity_rank(severity: str | None) -> int:
     return SEVERITY_RANKS.get((severity or "").strip().lower(), UNKNOWN_SEVERITY_RANK)
 
 
-def visible_sql(
-    store: ServiceStore, tiers: Sequence[str], alias: str = "r"
-) -> tuple[str, list[str]]:
-    """Rows whose every evidence tier, and whose postmortem tier, the caller holds."""
-    held = marks(tiers)
-    if is_postgres(store):
-        return (
-            f"{alias}.access_tier IN ({held}) AND {alias}.tiers::jsonb <@ ?::jsonb",
-            [*tiers, json.dumps(list(tiers))],
-        )
-    sql = (
-        f"{alias}.access_tier IN ({held}) AND NOT EXISTS (SELECT 1 FROM json_each({alias}.tiers)"
-        f" j WHERE j.value NOT IN ({held}))"
-    )
-    return sql, [*tiers, *tiers]
-
-
 def _not_found(review_id: str) -> NotFoundError:
     return NotFoundError(
         f"no review with id '{review_id}' (or not visible to your tiers); "
@@ -76,7 +63,7 @@ def _not_found(review_id: str) -> NotFoundError:
 class ReviewRecords:
     """Reads and conditional writes of review rows, events and labels."""
 
-    def __init__(self, store: ServiceStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     # -- reading -----------------------------------------------------------------------------
@@ -283,23 +270,15 @@ class ReviewRecords:
 
     def set_postmortem(self, review_id: str, postmortem_id: str) -> None:
         with self.store.transaction() as conn:
-            if is_postgres(self.store):
-                row = conn.execute(
-                    "SELECT doc_ids FROM reviews WHERE id = ? FOR UPDATE", (review_id,)
-                ).fetchone()
-                docs = sorted({*json.loads(row["doc_ids"] if row else "[]"), postmortem_id})
-                conn.execute(
-                    "UPDATE reviews SET postmortem_id = ?, doc_ids = ?, updated_at = ?"
-                    " WHERE id = ?",
-                    (postmortem_id, json.dumps(docs), now(), review_id),
-                )
-            else:
-                conn.execute(
-                    "UPDATE reviews SET postmortem_id = ?, doc_ids = (SELECT"
-                    " json_group_array(value) FROM (SELECT value FROM json_each(reviews.doc_ids)"
-                    " UNION SELECT ?)), updated_at = ? WHERE id = ?",
-                    (postmortem_id, postmortem_id, now(), review_id),
-                )
+            row = conn.execute(
+                f"SELECT doc_ids FROM reviews WHERE id = ?{self.store.sql.for_update}",
+                (review_id,),
+            ).fetchone()
+            docs = sorted({*json.loads(row["doc_ids"] if row else "[]"), postmortem_id})
+            conn.execute(
+                "UPDATE reviews SET postmortem_id = ?, doc_ids = ?, updated_at = ? WHERE id = ?",
+                (postmortem_id, json.dumps(docs), now(), review_id),
+            )
             add_event(
                 conn,
                 review_id,
@@ -315,18 +294,11 @@ class ReviewRecords:
 
     def quoting(self, doc_id: str) -> list[str]:
         """Reviews that quote, excluded or produced ``doc_id``."""
-        if is_postgres(self.store):
-            sql = (
-                "SELECT id FROM reviews r WHERE r.postmortem_id = ?"
-                " OR r.doc_ids::jsonb @> jsonb_build_array(?::text)"
-                " OR r.excluded_doc_ids::jsonb @> jsonb_build_array(?::text)"
-            )
-        else:
-            sql = (
-                "SELECT id FROM reviews r WHERE r.postmortem_id = ?"
-                " OR EXISTS (SELECT 1 FROM json_each(r.doc_ids) WHERE value = ?)"
-                " OR EXISTS (SELECT 1 FROM json_each(r.excluded_doc_ids) WHERE value = ?)"
-            )
+        holds = self.store.sql.json_holds
+        sql = (
+            "SELECT id FROM reviews r WHERE r.postmortem_id = ?"
+            f" OR {holds('r.doc_ids')} OR {holds('r.excluded_doc_ids')}"
+        )
         rows = self.store.query(sql, (doc_id, doc_id, doc_id))
         return [r["id"] for r in rows]
 

@@ -31,7 +31,6 @@ from seenbefore.review.postmortem import postmortem_id, render, validate
 from seenbefore.review.records import ReviewRecords, add_event, now, visible_sql
 from seenbefore.review.tiers import most_restrictive
 from seenbefore.security.tokens import Principal
-from seenbefore.storage.sqlport import is_postgres
 
 log = logging.getLogger(__name__)
 
@@ -316,18 +315,14 @@ class ReviewWorkflow:
         ``doc_id`` (and, for an approved postmortem, its source file); returns reviews removed.
         Approved postmortems that cite ``doc_id`` are documents of their own and stay."""
         ids = self.records.quoting(doc_id)
-        sqlite = not is_postgres(self.kb.store)
-        if sqlite:
-            self.kb.store.query("PRAGMA secure_delete = ON")
-        self.records.purge(ids, doc_id)
-        for review_id in ids:
-            self.engine.delete(review_id)  # every checkpoint of the thread, on either backend
-            if doc_id == postmortem_id(review_id):
-                with contextlib.suppress(FileNotFoundError):
-                    (self.approved_dir / f"{doc_id}.md").unlink()
-        if sqlite:  # PostgreSQL: the rows are deleted; its files are the server's to reclaim
-            self.engine.compact()
-            self.kb.store.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self.kb.store.erasing():  # SQLite: overwritten, then cut out of the WAL
+            self.records.purge(ids, doc_id)
+            for review_id in ids:
+                self.engine.delete(review_id)  # every checkpoint of the thread, either backend
+                if doc_id == postmortem_id(review_id):
+                    with contextlib.suppress(FileNotFoundError):
+                        (self.approved_dir / f"{doc_id}.md").unlink()
+            self.engine.compact()  # the checkpoints' own file, when they have one
         return len(ids)
 
     def recover(self) -> builtins.list[str]:
@@ -375,14 +370,9 @@ class ReviewWorkflow:
         if review.status != "pending" or not review.awaiting_decision:
             raise self.records.conflict(review_id, review.round)
         if not self.engine.waiting(review_id):
-            fix = (
-                "restore the checkpoint tables from the same database backup as the reviews"
-                if is_postgres(self.kb.store)
-                else "restore that file from the backup taken with kb.sqlite"
-            )
             raise StoreError(
                 f"review {review_id} has no workflow checkpoint waiting for a decision in "
-                f"{self.engine.checkpoint_location}; {fix}"
+                f"{self.engine.checkpoint_location}; {self.engine.checkpoints.restore_hint}"
             )
         return review
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seenbefore.errors import AuthError, ConflictError, ForbiddenError, InputError, NotFoundError
-from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, is_postgres
+from seenbefore.storage.base import Store
+from seenbefore.storage.sqlport import SqlConn, SqlRow
 
 ROLES: tuple[str, ...] = ("viewer", "responder", "reviewer", "admin")  # increasing power
 TOKEN_PREFIX = "sb_"
@@ -131,7 +132,7 @@ def new_token() -> str:
 class TokenStore:
     """API tokens in the store's ``api_tokens`` table (SQLite migration 3, PostgreSQL 2)."""
 
-    def __init__(self, store: ServiceStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def create(self, name: str, role: str, tiers: Sequence[str]) -> tuple[str, Principal]:
@@ -205,8 +206,8 @@ class TokenStore:
         )
 
     def list(self) -> list[TokenInfo]:
-        # creation order; PostgreSQL has no rowid: by creation second, then id
-        order = "created_at, id" if is_postgres(self.store) else "rowid"
+        # creation order (PostgreSQL keeps none: by creation second, then id)
+        order = self.store.sql.insertion_order("created_at, id")
         rows = self.store.query(
             "SELECT id, name, role, tiers, created_at, last_used_at, revoked_at FROM api_tokens"
             f" ORDER BY {order}"

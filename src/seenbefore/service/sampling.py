@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from seenbefore.config import SAMPLED_LOG_NAME
 from seenbefore.notify.redact import redact
 from seenbefore.types import DEFAULT_TIER
 
@@ -29,7 +30,7 @@ DRAFT_TEXT_FIELDS = (
     "missing_information",
     "staleness_note",
 )
-LOG_NAME = "investigations.jsonl"
+LOG_NAME = SAMPLED_LOG_NAME
 
 
 def restricted(tiers: Sequence[str]) -> bool:

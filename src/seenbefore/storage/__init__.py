@@ -1,4 +1,5 @@
-"""Storage: the Store protocol and its embedded SQLite implementation."""
+"""Storage: the Store protocol (base.py) and its adapters: the embedded SQLite store (sqlite.py,
+the default) and the PostgreSQL server store (postgres.py, the ``postgres`` extra)."""
 
 from seenbefore.storage.base import Store, StoreStats
 from seenbefore.storage.sqlite import SQLiteStore

@@ -1,17 +1,23 @@
-"""The Store protocol: what every knowledge-base backend provides."""
+"""The Store protocol: what every knowledge-base backend provides, and what callers type
+against (KnowledgeBase, review, security, lifecycle). The SQLite and PostgreSQL stores implement
+all of it; where their SQL dialects differ, ``store.sql`` (storage/dialect.py) answers, so no
+caller outside storage/ branches on the backend."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import NotFoundError
+from seenbefore.storage.sqlport import ServiceStore
 from seenbefore.storage.supersession import SupersedeRow
 from seenbefore.types import (
     Chunk,
@@ -74,8 +80,77 @@ class DocumentRows:
     signals: list[tuple[str, ...]] = field(default_factory=list)
 
 
-class Store(Protocol):
-    """A knowledge-base backend. ``upsert`` is the one write path for documents."""
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where a review workflow's LangGraph checkpoints live (``Store.checkpointer``)."""
+
+    saver: Any  # a LangGraph checkpoint saver (SqliteSaver, PostgresSaver)
+    location: str  # for messages: the file, or "the database <url>"
+    restore_hint: str  # what to do when a checkpoint a review needs is missing
+    compact: Callable[[], None] = _nothing  # cut deleted checkpoints out of local files
+
+
+class Store(ServiceStore, Protocol):
+    """A knowledge-base backend. ``upsert`` is the one write path for documents; the service
+    tables (tokens, audit, reviews) use ``transaction`` / ``query`` in portable SQL
+    (storage/sqlport.py)."""
+
+    # -- where it lives, opening and closing ----------------------------------------------------
+    @property
+    def location(self) -> str:
+        """The store for messages: its file, or its database URL without the password."""
+        ...
+
+    @property
+    def local_file(self) -> Path | None:
+        """The local file holding the store; None when it lives elsewhere (a database server,
+        or SQLite ``:memory:``)."""
+        ...
+
+    @property
+    def path(self) -> Path:
+        """The file, or ``Path(':memory:')`` when there is none (kept for kb.py's sidecar
+        check; new code reads :attr:`local_file`)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    # -- coordination and the review workflow ---------------------------------------------------
+    def lease(self, name: str) -> AbstractContextManager[bool]:
+        """True inside the block when this process may drive ``name`` (a review's workflow
+        thread) now; False while another replica or thread is driving it."""
+        ...
+
+    def checkpointer(self, local: Path) -> AbstractContextManager[Checkpoints]:
+        """The review workflow's checkpoint saver: in the SQLite file ``local``, or in the
+        server database (where every replica sees every thread; ``local`` is unused)."""
+        ...
+
+    def erasing(self) -> AbstractContextManager[None]:
+        """Rows deleted inside the block leave no text in the store's local files (SQLite:
+        secure_delete on, then the WAL truncated; a server reclaims its own pages)."""
+        ...
+
+    def audit_guards_missing(self) -> str:
+        """What is missing of the audit log's append-only guards (triggers; on PostgreSQL also
+        the app role's lack of UPDATE, DELETE, TRUNCATE); '' when all are in place."""
+        ...
+
+    def backup(self, target: str | Path) -> None: ...
+
+    def restore(self, source: str | Path) -> None: ...
+
+    # -- documents ------------------------------------------------------------------------------
 
     def upsert(
         self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None

@@ -7,10 +7,15 @@ from typing import TYPE_CHECKING
 
 from seenbefore.config import Settings
 from seenbefore.errors import ConfigError
+from seenbefore.storage.base import Store
 from seenbefore.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from seenbefore.storage.postgres import PostgresStore
+
+    def _both_are_stores(lite: SQLiteStore, pg: PostgresStore) -> tuple[Store, Store]:
+        """mypy checks here that each adapter implements the whole Store protocol."""
+        return lite, pg
 
 
 def _postgres(url: str, settings: Settings) -> PostgresStore:
@@ -39,7 +44,10 @@ BACKENDS: dict[str, Callable[[str, Settings], PostgresStore]] = {
 
 
 def open_store(settings: Settings) -> SQLiteStore | PostgresStore:
-    """The store the settings select: PostgreSQL for ``postgresql://...``, else SQLite."""
+    """The store the settings select: PostgreSQL for ``postgresql://...``, else SQLite.
+
+    Typed as the union of the adapters, not :class:`Store`, while kb.py's ``KnowledgeBase``
+    still takes that union (callers that only need the port use ``cli.common.open_store``)."""
     url = settings.database_url.get_secret_value().strip() if settings.database_url else ""
     if not url:
         return SQLiteStore(settings.db_path)

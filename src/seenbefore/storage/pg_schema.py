@@ -276,6 +276,8 @@ MIGRATIONS.append(
 )
 # --- migration 3 ---
 AUDIT_LOCK = 0x5EEB_0004  # pg_advisory_xact_lock key: one audit record appended at a time
+AUDIT_TRIGGERS = ("audit_log_append_only", "audit_log_no_truncate")  # migrations 2 and 3
+AUDIT_FORBIDDEN = ("UPDATE", "DELETE", "TRUNCATE")  # privileges the app role must not hold
 APPEND_ONLY_SINCE = 3  # the migration from which REVOKE_APPEND_ONLY applies
 # GRANTS gives the app role UPDATE and DELETE on every table and is re-run after each migration
 # and by the checkpoint setup; this takes them back from the append-only audit log each time.
@@ -284,7 +286,7 @@ MIGRATIONS.append(
     # 3: the audit log is append-only below the application too: the app role may only SELECT
     # and INSERT (REVOKE_APPEND_ONLY), the row trigger of migration 2 rejects UPDATE and DELETE
     # by anyone (the owner included), and a statement trigger rejects TRUNCATE, which row
-    # triggers do not see. Appends are ordered by AUDIT_LOCK (security/audit.py), so replicas
+    # triggers do not see. Appends are ordered by AUDIT_LOCK (storage/dialect.py), so replicas
     # extend one chain; prev_hash UNIQUE would reject a fork anyway.
     f"""
     {REVOKE_APPEND_ONLY};

@@ -11,6 +11,7 @@ pgvector HNSW (cosine) with iterative index scans, read under row-level security
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from psycopg import sql
 
 from seenbefore.storage.base import ChunkHit
 from seenbefore.storage.pg_pool import Conn, Database
-from seenbefore.storage.pg_rows import filter_sql
+from seenbefore.storage.pg_rows import filter_sql, superseded_for
 from seenbefore.storage.pg_schema import KEYWORD_FUNCTION
 from seenbefore.types import SearchFilters
 
@@ -34,6 +35,17 @@ CHUNKS_PER_DOCUMENT = 3  # dense: neighbours fetched per wanted document (best c
 def ts_query(terms: Sequence[str]) -> str:
     """OR-join terms, each quoted as one lexeme, so user text is never tsquery syntax."""
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def as_seen(db: Database, filters: SearchFilters) -> SearchFilters:
+    """Filters that leave out what is superseded for the caller (chunks' ``is_current``
+    counts superseders of every tier, so the caller's superseded ids are excluded)."""
+    if filters.include_superseded or not filters.tiers:
+        return filters
+    hidden = db.run(lambda c: superseded_for(c, filters.tiers), tiers=filters.tiers)
+    return replace(
+        filters, include_superseded=True, exclude_ids=tuple(sorted({*filters.exclude_ids, *hidden}))
+    )
 
 
 def keyword_hits(

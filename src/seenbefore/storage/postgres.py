@@ -22,22 +22,20 @@ document keeps chunks, vectors, keyword statistics and metadata in step. What di
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from dataclasses import replace
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from psycopg import sql
-from psycopg.rows import dict_row
 
-from seenbefore.errors import EmbedderMismatchError, NotFoundError, StoreError
+from seenbefore.errors import NotFoundError, StoreError
+from seenbefore.storage import pg_admin, pg_reads, pg_search, pg_tx
 from seenbefore.storage import pg_rows as pgrows
-from seenbefore.storage import pg_search, pg_tx
 from seenbefore.storage.base import (
+    Checkpoints,
     ChunkHit,
     ChunkRows,
     DocumentRows,
@@ -47,6 +45,7 @@ from seenbefore.storage.base import (
     utc_now,
     visible_document,
 )
+from seenbefore.storage.dialect import POSTGRES_SQL, PostgresSql
 from seenbefore.storage.pg_pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import (
@@ -61,13 +60,17 @@ from seenbefore.types import (
 class PostgresStore(JsonSettings):
     """Store backed by a PostgreSQL database (``postgresql://...``). Thread-safe (a pool)."""
 
-    dialect = "postgres"  # storage/sqlport.py: what the service tables' SQL branches on
+    dialect = "postgres"
+    sql: PostgresSql = POSTGRES_SQL  # storage/dialect.py: the fragments its SQL differs in
+    local_file: Path | None = None  # the data lives on the server
 
     def __init__(self, url: str, *, options: PgOptions | None = None) -> None:
         self._db = Database(url, options)
         self._leases = pg_tx.Leases(self._db)  # connects on first use
         self.url = self._db.display  # without the password
-        # no local file: the in-memory index keeps no sidecar (KnowledgeBase checks for this)
+        self.location = self.url
+        # kb.py still reads ``path`` for the BM25 sidecar and skips it for ':memory:' (no local
+        # file); new code reads ``local_file``, which says so directly
         self.path = Path(":memory:")
 
     @property
@@ -100,12 +103,25 @@ class PostgresStore(JsonSettings):
         inside the block unless another replica or thread is driving it (pg_tx.Leases)."""
         return self._leases.hold(name)
 
-    def checkpointer(self) -> AbstractContextManager[Any]:
+    @contextmanager
+    def checkpointer(self, local: Path) -> Iterator[Checkpoints]:
         """LangGraph's ``PostgresSaver`` in this database (storage/pg_checkpoint.py), so any
-        replica can resume any review."""
+        replica can resume any review; ``local`` is unused."""
         from seenbefore.storage.pg_checkpoint import postgres_checkpointer
 
-        return postgres_checkpointer(self._db.url)
+        with postgres_checkpointer(self._db.url) as saver:
+            yield Checkpoints(
+                saver,
+                f"the database {self.url}",
+                "restore the checkpoint tables from the same database backup as the reviews",
+            )
+
+    def erasing(self) -> AbstractContextManager[None]:
+        """Nothing to do here: deleted rows are the server's to reclaim (autovacuum)."""
+        return contextlib.nullcontext()
+
+    def audit_guards_missing(self) -> str:
+        return self._db.run(pg_admin.audit_guards_missing, tiers=())
 
     def ping(self) -> None:
         """StoreError unless the database answers (the service's readiness check)."""
@@ -123,11 +139,7 @@ class PostgresStore(JsonSettings):
         return int(self._value("SELECT value FROM meta WHERE key = 'generation'"))
 
     def fingerprints(self) -> dict[str, tuple[str, str]]:
-        rows = self._db.run(
-            lambda c: c.execute("SELECT id, content_hash, source FROM documents").fetchall(),
-            tiers=None,
-        )
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return self._db.run(pg_reads.fingerprints, tiers=None)
 
     def upsert(
         self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
@@ -161,24 +173,7 @@ class PostgresStore(JsonSettings):
         return self._db.run(write, tiers=None, write=True)
 
     def _claim_embedder(self, conn: Conn, name: str, dim: int) -> None:
-        """Record the embedder on first use (typing the vector column and indexing it); refuse
-        vectors from any other."""
-        row = conn.execute(
-            "SELECT (SELECT value FROM meta WHERE key = 'embedder_name'),"
-            " (SELECT value FROM meta WHERE key = 'embedder_dim')"
-        ).fetchone()
-        if row is None or row[0] is None:
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('embedder_name', %s), ('embedder_dim', %s)",
-                (name, str(dim)),
-            )
-            if dim > 0:
-                pgrows.type_vectors(conn, dim)
-        elif row[0] != name or int(row[1]) != dim:
-            raise EmbedderMismatchError(
-                f"store {self.url} holds vectors from {row[0]} (dim {row[1]}), refusing to mix "
-                f"in {name} (dim {dim}); run `seenbefore reindex` to re-embed everything"
-            )
+        pg_admin.claim_embedder(conn, name, dim, where=self.url)
 
     def delete(self, doc_id: str) -> None:
         def write(conn: Conn) -> None:
@@ -209,29 +204,10 @@ class PostgresStore(JsonSettings):
         return visible_document(self._db.run(read, tiers=visible), doc_id, tiers)
 
     def supersede_rows(self) -> list[SupersedeRow]:
-        rows = self._db.run(
-            lambda c: c.execute(
-                "SELECT id, status, access_tier, supersedes, date FROM documents"
-            ).fetchall(),
-            tiers=None,
-        )
-        return [
-            SupersedeRow(r[0], r[1], r[2], r[3], r[4].isoformat() if r[4] else None) for r in rows
-        ]
+        return self._db.run(pg_reads.supersede_rows, tiers=None)
 
     def _as_seen(self, filters: SearchFilters) -> SearchFilters:
-        """Filters that leave out what is superseded for the caller (chunks' ``is_current``
-        counts superseders of every tier, so the caller's superseded ids are excluded)."""
-        if filters.include_superseded or not filters.tiers:
-            return filters
-        hidden = self._db.run(
-            lambda c: pgrows.superseded_for(c, filters.tiers), tiers=filters.tiers
-        )
-        return replace(
-            filters,
-            include_superseded=True,
-            exclude_ids=tuple(sorted({*filters.exclude_ids, *hidden})),
-        )
+        return pg_search.as_seen(self._db, filters)
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -239,13 +215,7 @@ class PostgresStore(JsonSettings):
         return self._db.run(lambda c: pgrows.documents(c, list(doc_ids)), tiers=None)
 
     def superseded_ids(self) -> list[str]:
-        rows = self._db.run(
-            lambda c: c.execute(
-                "SELECT id FROM documents WHERE effective_status = 'superseded'"
-            ).fetchall(),
-            tiers=None,
-        )
-        return [r[0] for r in rows]
+        return self._db.run(pg_reads.superseded_ids, tiers=None)
 
     def list_ids(self, tiers: Sequence[str] | None = None) -> list[str]:
         if tiers is None:
@@ -260,15 +230,8 @@ class PostgresStore(JsonSettings):
     def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
         if not chunk_ids:
             return {}
-        rows = self._db.run(
-            lambda c: c.execute(
-                "SELECT id, doc_id, section_key, section_heading, section_position, position,"
-                " text FROM chunks WHERE id = ANY (%s)",
-                ([int(i) for i in chunk_ids],),
-            ).fetchall(),
-            tiers=None,
-        )
-        return {r[0]: Chunk(r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows}
+        wanted = [int(i) for i in chunk_ids]
+        return self._db.run(lambda c: pg_reads.chunks_by_id(c, wanted), tiers=None)
 
     # -- vectors, tables for in-memory indexes, settings ----------------------------------------
     def embedder_info(self) -> tuple[str, int] | None:
@@ -294,48 +257,14 @@ class PostgresStore(JsonSettings):
         """(chunk ids, matrix) for every chunk that has a vector, ordered by chunk id."""
         info = self.embedder_info()
         dim = info[1] if info else 0
-        rows = self._db.run(
-            lambda c: c.execute(
-                "SELECT chunk_id, embedding FROM vectors ORDER BY chunk_id"
-            ).fetchall(),
-            tiers=None,
-        )
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.zeros((len(rows), dim), dtype=np.float32)
-        for i, row in enumerate(rows):
-            matrix[i] = row[1].to_numpy()
-        return ids, matrix
+        return self._db.run(lambda c: pg_reads.vectors(c, dim), tiers=None)
 
     def chunk_rows(self) -> ChunkRows:
         """Every chunk's id, document id and text, grouped by document (for in-memory indexes)."""
-        rows = self._db.run(
-            lambda c: c.execute(
-                'SELECT id, doc_id, text FROM chunks ORDER BY doc_id COLLATE "C", id'
-            ).fetchall(),
-            tiers=None,
-        )
-        return ChunkRows(
-            ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-            doc_ids=[r[1] for r in rows],
-            texts=[r[2] for r in rows],
-        )
+        return self._db.run(pg_reads.chunk_rows, tiers=None)
 
     def document_rows(self) -> DocumentRows:
-        rows = self._db.run(
-            lambda c: c.execute(
-                "SELECT id, access_tier, effective_status, date, services, signals"
-                ' FROM documents ORDER BY id COLLATE "C"'
-            ).fetchall(),
-            tiers=None,
-        )
-        return DocumentRows(
-            ids=[r[0] for r in rows],
-            tiers=[r[1] for r in rows],
-            current=[r[2] == "current" for r in rows],
-            dates=[r[3].isoformat() if r[3] else None for r in rows],
-            services=[tuple(r[4]) for r in rows],
-            signals=[tuple(json.loads(r[5])) for r in rows],
-        )
+        return self._db.run(pg_reads.document_rows, tiers=None)
 
     def get_meta(self, key: str) -> str | None:
         value = self._value("SELECT value FROM meta WHERE key = %s", (key,))
@@ -395,46 +324,22 @@ class PostgresStore(JsonSettings):
     # -- quarantine ------------------------------------------------------------------------
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:
         now = utc_now()
-
-        def write(conn: Conn) -> int:
-            row = conn.execute(
-                "INSERT INTO quarantine (source, reason, doc_id, content_hash, first_seen,"
-                " last_seen) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (source) DO UPDATE SET"
-                " reason = excluded.reason, doc_id = excluded.doc_id,"
-                " content_hash = excluded.content_hash, last_seen = excluded.last_seen,"
-                " attempts = quarantine.attempts + 1 RETURNING id",
-                (source, reason, doc_id, digest, now, now),
-            ).fetchone()
-            pgrows.bump(conn)
-            return int(row[0]) if row else 0
-
-        return self._db.run(write, tiers=(), write=True)
+        return self._db.run(
+            lambda c: pg_admin.upsert_quarantine(c, source, reason, doc_id, digest, now),
+            tiers=(),
+            write=True,
+        )
 
     def list_quarantine(self) -> list[QuarantineEntry]:
-        rows = self._db.run(
-            lambda c: (
-                c.cursor(row_factory=dict_row)
-                .execute("SELECT * FROM quarantine ORDER BY id")
-                .fetchall()
-            ),
-            tiers=(),
-        )
-        return [QuarantineEntry(**r) for r in rows]
+        return self._db.run(pg_admin.quarantine_entries, tiers=())
 
     def get_quarantine(self, entry_id: int) -> QuarantineEntry:
-        rows = self._db.run(
-            lambda c: (
-                c.cursor(row_factory=dict_row)
-                .execute("SELECT * FROM quarantine WHERE id = %s", (entry_id,))
-                .fetchall()
-            ),
-            tiers=(),
-        )
+        rows = self._db.run(lambda c: pg_admin.quarantine_entries(c, entry_id), tiers=())
         if not rows:
             raise NotFoundError(
                 f"no quarantine entry {entry_id}; `seenbefore quarantine` lists the entries"
             )
-        return QuarantineEntry(**rows[0])
+        return rows[0]
 
     def drop_quarantine(self, entry_id: int) -> None:
         self.get_quarantine(entry_id)
@@ -444,15 +349,7 @@ class PostgresStore(JsonSettings):
         self._delete_quarantine("source", source)
 
     def _delete_quarantine(self, column: str, value: object) -> None:
-        def write(conn: Conn) -> None:
-            done = conn.execute(
-                sql.SQL("DELETE FROM quarantine WHERE {} = %s").format(sql.Identifier(column)),
-                (value,),
-            )
-            if done.rowcount:
-                pgrows.bump(conn)
-
-        self._db.run(write, tiers=(), write=True)
+        self._db.run(lambda c: pg_admin.delete_quarantine(c, column, value), tiers=(), write=True)
 
     # -- stats, backup, restore --------------------------------------------------------------
     def stats(self, tiers: Sequence[str]) -> StoreStats:
@@ -461,13 +358,7 @@ class PostgresStore(JsonSettings):
 
     # -- rows for `seenbefore migrate` (storage/transfer.py) ----------------------------------
     def table_names(self) -> list[str]:
-        rows = self._db.run(
-            lambda c: c.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-            ).fetchall(),
-            tiers=(),
-        )
-        return [r[0] for r in rows]
+        return self._db.run(pg_admin.table_names, tiers=())
 
     def table_rows(self, table: str) -> list[dict[str, Any]]:
         return self._db.run(lambda c: pgrows.table_rows(c, table), tiers=None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 APPLICATION_ID = 0x5EEB4F4E  # marks a file as a seenbefore store
+AUDIT_TRIGGERS = ("audit_log_no_update", "audit_log_no_delete")  # migration 3: append-only
 
 MIGRATIONS: list[str] = [
     # 1: documents, sections, chunks, FTS5, quarantine, meta

@@ -6,70 +6,50 @@ written in one transaction, so the keyword index and the metadata never disagree
 
 from __future__ import annotations
 
-import datetime as dt
+import contextlib
 import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.errors import EmbedderMismatchError, NotFoundError, SchemaVersionError, StoreError
+from seenbefore.errors import EmbedderMismatchError, NotFoundError, StoreError
+from seenbefore.storage import sqlite_files
+from seenbefore.storage import sqlite_rows as sqrows
 from seenbefore.storage.base import (
+    Checkpoints,
     ChunkHit,
     ChunkRows,
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
     StoreStats,
-    stored_document,
     utc_now,
     visible_document,
 )
-from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
-from seenbefore.storage.sqlfilters import current_sql, filter_sql
+from seenbefore.storage.dialect import SQLITE_SQL, SQLiteSql
+from seenbefore.storage.schema import APPLICATION_ID, AUDIT_TRIGGERS, MIGRATIONS
+from seenbefore.storage.sqlfilters import filter_sql
 from seenbefore.storage.supersession import SupersedeRow, as_seen
-from seenbefore.types import (
-    Chunk,
-    Postmortem,
-    QuarantineEntry,
-    SearchFilters,
-    Section,
-    StoredDocument,
-)
-
-
-def fts_query(terms: Sequence[str]) -> str:
-    """OR-join terms, each quoted, so user text is never FTS5 syntax."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+from seenbefore.types import Chunk, Postmortem, QuarantineEntry, SearchFilters, StoredDocument
 
 
 class SQLiteStore(JsonSettings):
     """Store backed by one SQLite file. Safe to share between threads (one lock)."""
 
-    dialect = "sqlite"  # storage/sqlport.py: what the service tables' SQL branches on
+    dialect = "sqlite"
+    sql: SQLiteSql = SQLITE_SQL  # storage/dialect.py: the fragments its SQL differs in
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._conn = sqlite3.connect(
-                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"store {path}: cannot open as SQLite ({exc}); point SEENBEFORE_HOME at a "
-                "seenbefore data directory or move the file away"
-            ) from exc
+        self.local_file: Path | None = None if str(path) == ":memory:" else self.path
+        self.location = str(self.path)
+        self._conn = sqlite_files.connect(path)
         self._lock = threading.RLock()
         self._migrate()
 
@@ -84,24 +64,34 @@ class SQLiteStore(JsonSettings):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def lease(self, name: str) -> AbstractContextManager[bool]:
+        """Always True: one file, processes take turns on its lock; nothing to lease."""
+        return contextlib.nullcontext(True)
+
+    def checkpointer(self, local: Path) -> AbstractContextManager[Checkpoints]:
+        """LangGraph's ``SqliteSaver`` in the file ``local`` (storage/sqlite_checkpoint.py)."""
+        from seenbefore.storage.sqlite_checkpoint import sqlite_checkpointer
+
+        return sqlite_checkpointer(local)
+
+    @contextmanager
+    def erasing(self) -> Iterator[None]:
+        """``secure_delete`` on, so deleted rows are overwritten; then the WAL truncated, so
+        no copy of them stays in it."""
+        self.query("PRAGMA secure_delete = ON")
+        yield
+        self.query("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def audit_guards_missing(self) -> str:
+        present = {r[0] for r in self._read("SELECT name FROM sqlite_master")}
+        missing = [t for t in AUDIT_TRIGGERS if t not in present]
+        return f"the append-only trigger(s) {', '.join(missing)} are missing" if missing else ""
+
     def _migrate(self) -> None:
         with self._lock:
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
-            has_tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if has_tables and app_id != APPLICATION_ID:
-                raise SchemaVersionError(
-                    f"store {self.path}: this SQLite file is not a seenbefore store "
-                    "(application_id differs); use another SEENBEFORE_HOME"
-                )
-            if version > len(MIGRATIONS):
-                raise SchemaVersionError(
-                    f"store {self.path}: schema version {version} is newer than this seenbefore "
-                    f"understands ({len(MIGRATIONS)}); upgrade seenbefore"
-                )
-            for number in range(version + 1, len(MIGRATIONS) + 1):
+            for number in sqlite_files.pending_migrations(self._conn, self.path):
                 with self._write(bump=False) as conn:
-                    for statement in _statements(MIGRATIONS[number - 1]):
+                    for statement in sqrows.statements(MIGRATIONS[number - 1]):
                         conn.execute(statement)
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {number}")
@@ -162,41 +152,8 @@ class SQLiteStore(JsonSettings):
                 return "unchanged"
             now = utc_now()
             if old is not None:
-                self._delete_rows(conn, pm.id)
-            conn.execute(
-                "INSERT INTO documents (id, title, date, severity, status, effective_status,"
-                " supersedes, access_tier, type, services, tags, signals, extra, body, source,"
-                " content_hash, ingested_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    pm.id,
-                    pm.title,
-                    pm.date.isoformat() if pm.date else None,
-                    pm.severity,
-                    pm.status,
-                    pm.status,
-                    pm.supersedes,
-                    pm.access_tier,
-                    pm.type,
-                    json.dumps(pm.services),
-                    json.dumps(pm.tags),
-                    json.dumps(pm.signals),
-                    json.dumps(pm.extra, sort_keys=True),
-                    pm.body,
-                    pm.source,
-                    pm.content_hash,
-                    now,
-                    now,
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO document_services (doc_id, service) VALUES (?, ?)",
-                [(pm.id, s) for s in pm.services],
-            )
-            conn.executemany(
-                "INSERT INTO sections (doc_id, position, key, heading, text) VALUES (?, ?, ?, ?, ?)",
-                [(pm.id, s.position, s.key, s.heading, s.text) for s in pm.sections],
-            )
+                sqrows.delete_rows(conn, pm.id)
+            sqrows.insert_document(conn, pm, now)
             if vectors is not None:
                 self._claim_embedder(conn, vectors.name, vectors.matrix.shape[1])
             for index, chunk in enumerate(chunks):
@@ -204,30 +161,15 @@ class SQLiteStore(JsonSettings):
                 if vectors is not None:
                     conn.execute(
                         "INSERT INTO vectors (chunk_id, vector) VALUES (?, ?)",
-                        (chunk_id, _blob(vectors.matrix[index])),
+                        (chunk_id, sqrows.blob(vectors.matrix[index])),
                     )
-            _count_change(conn, len(chunks))
+            sqrows.count_change(conn, len(chunks))
             affected = {pm.id, pm.supersedes, old["supersedes"] if old else None}
-            _refresh_supersession(conn, [a for a in affected if a])
+            sqrows.refresh_supersession(conn, [a for a in affected if a])
             return "updated" if old is not None else "added"
 
     def _insert_chunk(self, conn: sqlite3.Connection, chunk: Chunk) -> int:
-        cur = conn.execute(
-            "INSERT INTO chunks (doc_id, section_key, section_heading, section_position,"
-            " position, text) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                chunk.doc_id,
-                chunk.section_key,
-                chunk.section_heading,
-                chunk.section_position,
-                chunk.position,
-                chunk.text,
-            ),
-        )
-        conn.execute(
-            "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, chunk.text)
-        )
-        return int(cur.lastrowid or 0)
+        return sqrows.insert_chunk(conn, chunk)  # a method: tests fail it mid-document
 
     def _claim_embedder(self, conn: sqlite3.Connection, name: str, dim: int) -> None:
         """Record the embedder on first use; refuse vectors from any other."""
@@ -244,14 +186,6 @@ class SQLiteStore(JsonSettings):
                 f"in {name} (dim {dim}); run `seenbefore reindex` to re-embed everything"
             )
 
-    @staticmethod
-    def _delete_rows(conn: sqlite3.Connection, doc_id: str) -> None:
-        conn.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)",
-            (doc_id,),
-        )
-        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))  # cascades
-
     def delete(self, doc_id: str) -> None:
         with self._write() as conn:
             row = conn.execute(
@@ -260,10 +194,10 @@ class SQLiteStore(JsonSettings):
             if row is None:
                 raise NotFoundError(f"no postmortem with id '{doc_id}'")
             n = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = ?", (doc_id,)).fetchone()
-            self._delete_rows(conn, doc_id)
-            _count_change(conn, int(n[0]))
+            sqrows.delete_rows(conn, doc_id)
+            sqrows.count_change(conn, int(n[0]))
             if row["supersedes"]:
-                _refresh_supersession(conn, [row["supersedes"]])
+                sqrows.refresh_supersession(conn, [row["supersedes"]])
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
         """The document as a caller holding ``tiers`` sees it: its supersession counts only
@@ -287,23 +221,7 @@ class SQLiteStore(JsonSettings):
         ]
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
-        if not doc_ids:
-            return {}
-        marks = ",".join("?" * len(doc_ids))
-        rows = self._read(
-            f"SELECT d.*, (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) AS n_chunks"
-            f" FROM documents d WHERE d.id IN ({marks})",
-            list(doc_ids),
-        )
-        sections: dict[str, list[Section]] = {}
-        for s in self._read(
-            f"SELECT * FROM sections WHERE doc_id IN ({marks}) ORDER BY doc_id, position",
-            list(doc_ids),
-        ):
-            sections.setdefault(s["doc_id"], []).append(
-                Section(s["key"], s["heading"], s["text"], s["position"])
-            )
-        return {r["id"]: _stored(r, tuple(sections.get(r["id"], []))) for r in rows}
+        return sqrows.documents(self._read, doc_ids)
 
     def superseded_ids(self) -> list[str]:
         return [
@@ -327,17 +245,7 @@ class SQLiteStore(JsonSettings):
             return {}
         marks = ",".join("?" * len(chunk_ids))
         rows = self._read(f"SELECT * FROM chunks WHERE id IN ({marks})", list(chunk_ids))
-        return {
-            r["id"]: Chunk(
-                r["doc_id"],
-                r["section_key"],
-                r["section_heading"],
-                r["section_position"],
-                r["position"],
-                r["text"],
-            )
-            for r in rows
-        }
+        return {r["id"]: sqrows.chunk(r) for r in rows}
 
     # -- vectors, tables for in-memory indexes, settings ----------------------------------------
     def embedder_info(self) -> tuple[str, int] | None:
@@ -357,7 +265,7 @@ class SQLiteStore(JsonSettings):
             self._claim_embedder(conn, name, int(matrix.shape[1]) if len(matrix) else 0)
             conn.executemany(
                 "INSERT INTO vectors (chunk_id, vector) VALUES (?, ?)",
-                ((int(c), _blob(v)) for c, v in zip(chunk_ids, matrix, strict=True)),
+                ((int(c), sqrows.blob(v)) for c, v in zip(chunk_ids, matrix, strict=True)),
             )
 
     def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
@@ -441,26 +349,16 @@ class SQLiteStore(JsonSettings):
             " FROM m JOIN chunks c ON c.id = m.rid JOIN documents d ON d.id = c.doc_id"
             f" WHERE {where} GROUP BY c.doc_id ORDER BY score, c.doc_id LIMIT ?"
         )
-        rows = self._read(sql, [fts_query(terms), *params, limit])
+        rows = self._read(sql, [sqrows.fts_query(terms), *params, limit])
         return [ChunkHit(r["chunk_id"], r["doc_id"], -float(r["score"])) for r in rows]
 
     # -- quarantine ------------------------------------------------------------------------
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:
-        now = utc_now()
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO quarantine (source, reason, doc_id, content_hash, first_seen,"
-                " last_seen) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source) DO UPDATE SET"
-                " reason = excluded.reason, doc_id = excluded.doc_id,"
-                " content_hash = excluded.content_hash, last_seen = excluded.last_seen,"
-                " attempts = attempts + 1",
-                (source, reason, doc_id, digest, now, now),
-            )
-            row = conn.execute("SELECT id FROM quarantine WHERE source = ?", (source,)).fetchone()
-            return int(row[0])
+            return sqrows.upsert_quarantine(conn, source, reason, doc_id, digest, utc_now())
 
     def list_quarantine(self) -> list[QuarantineEntry]:
-        return [_entry(r) for r in self._read("SELECT * FROM quarantine ORDER BY id")]
+        return [sqrows.entry(r) for r in self._read("SELECT * FROM quarantine ORDER BY id")]
 
     def get_quarantine(self, entry_id: int) -> QuarantineEntry:
         rows = self._read("SELECT * FROM quarantine WHERE id = ?", (entry_id,))
@@ -468,7 +366,7 @@ class SQLiteStore(JsonSettings):
             raise NotFoundError(
                 f"no quarantine entry {entry_id}; `seenbefore quarantine` lists the entries"
             )
-        return _entry(rows[0])
+        return sqrows.entry(rows[0])
 
     def drop_quarantine(self, entry_id: int) -> None:
         self.get_quarantine(entry_id)
@@ -483,137 +381,17 @@ class SQLiteStore(JsonSettings):
 
     # -- stats, backup, restore --------------------------------------------------------------
     def stats(self, tiers: Sequence[str]) -> StoreStats:
-        marks = ",".join("?" * len(tiers)) or "NULL"
-        visible = f"access_tier IN ({marks})"
-        t = list(tiers)
-        current, current_params = current_sql(tuple(tiers))
-        row = self._read(
-            f"SELECT count(*), sum(c), count(*) - sum(c) FROM (SELECT {current} AS c"
-            f" FROM documents d WHERE d.{visible})",
-            [*current_params, *t],
-        )[0]
-        chunks = self._read(
-            f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.{visible}",
-            t,
-        )[0][0]
-        by_type = {
-            r[0] or "(none)": r[1]
-            for r in self._read(
-                f"SELECT type, count(*) FROM documents WHERE {visible} GROUP BY type ORDER BY 2 DESC",
-                t,
-            )
-        }
-        by_tier = {
-            r[0]: r[1]
-            for r in self._read(
-                f"SELECT access_tier, count(*) FROM documents WHERE {visible} GROUP BY 1", t
-            )
-        }
-        return StoreStats(
-            documents=row[0],
-            current=row[1] or 0,
-            superseded=row[2] or 0,
-            chunks=chunks,
-            by_type=by_type,
-            by_tier=by_tier,
-            quarantined=self._read("SELECT count(*) FROM quarantine")[0][0],
-            schema_version=self._read("PRAGMA user_version")[0][0],
-            generation=self.generation(),
-            path=str(self.path),
+        return sqrows.read_stats(
+            self._read, tiers, generation=self.generation(), path=self.location
         )
 
     def backup(self, target: str | Path) -> None:
         """A consistent copy via SQLite's online backup API, safe while the store is in use."""
-        target_path = Path(target)
-        if target_path.exists():
-            raise StoreError(f"backup target {target_path} exists; choose a new path")
-        target_path.parent.mkdir(parents=True, exist_ok=True)
-        dest = sqlite3.connect(str(target_path))
-        try:
-            with self._lock:
-                self._conn.backup(dest)
-        finally:
-            dest.close()
+        sqlite_files.backup(self._conn, self._lock, target)
 
     def restore(self, source: str | Path) -> None:
         """Replace this store's content with a backup taken by :meth:`backup`."""
-        source_path = Path(source)
-        if not source_path.is_file():
-            raise NotFoundError(f"backup {source_path} does not exist")
-        src = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
-        try:
-            app_id = src.execute("PRAGMA application_id").fetchone()[0]
-            version = src.execute("PRAGMA user_version").fetchone()[0]
-            if app_id != APPLICATION_ID or not 1 <= version <= len(MIGRATIONS):
-                raise SchemaVersionError(
-                    f"backup {source_path} is not a seenbefore store this version can read "
-                    f"(application_id {app_id:#x}, schema {version})"
-                )
-            with self._lock:
-                src.backup(self._conn)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"backup {source_path}: not a readable SQLite file ({exc})") from exc
-        finally:
-            src.close()
+        sqlite_files.copy_in(self._conn, self._lock, source)
         self._migrate()
         with self._write():
             pass  # bump the generation: every cache is now stale
-
-
-def _blob(vector: npt.NDArray[np.float32]) -> bytes:
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def _count_change(conn: sqlite3.Connection, n: int) -> None:
-    conn.execute(
-        "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'chunks_changed'", (n,)
-    )
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into statements; a trigger body (BEGIN ...; END) stays whole."""
-    out: list[str] = []
-    pending = ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n\t;"):
-                out.append(pending.strip())
-            pending = ""
-    if pending.strip(" \n\t;"):
-        out.append(pending.strip())
-    return out
-
-
-def _refresh_supersession(conn: sqlite3.Connection, doc_ids: Sequence[str]) -> None:
-    """Recompute who supersedes each of ``doc_ids`` and their effective status."""
-    for doc_id in doc_ids:
-        conn.execute(
-            "UPDATE documents SET superseded_by = (SELECT s.id FROM documents s"
-            " WHERE s.supersedes = documents.id AND s.status = 'current'"
-            " ORDER BY s.date DESC, s.id LIMIT 1) WHERE id = ?",
-            (doc_id,),
-        )
-        conn.execute(
-            "UPDATE documents SET effective_status = CASE WHEN status = 'superseded'"
-            " OR superseded_by IS NOT NULL THEN 'superseded' ELSE 'current' END WHERE id = ?",
-            (doc_id,),
-        )
-
-
-def _stored(row: sqlite3.Row, sections: tuple[Section, ...]) -> StoredDocument:
-    date = dt.date.fromisoformat(row["date"]) if row["date"] else None
-    return stored_document(row, sections, date=date, services=json.loads(row["services"]))
-
-
-def _entry(row: sqlite3.Row) -> QuarantineEntry:
-    return QuarantineEntry(
-        id=row["id"],
-        source=row["source"],
-        reason=row["reason"],
-        doc_id=row["doc_id"],
-        content_hash=row["content_hash"],
-        first_seen=row["first_seen"],
-        last_seen=row["last_seen"],
-        attempts=row["attempts"],
-    )

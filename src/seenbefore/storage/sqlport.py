@@ -6,23 +6,21 @@ and ``executemany``) and ``query(sql, params)``; rows answer ``row[0]``, ``row["
 ``dict(row)`` alike. Statements use ``?`` placeholders on both: the PostgreSQL store turns them
 into its own (so portable SQL holds no literal ``?``; a ``%`` is fine). Everything else in
 the SQL must mean the same on both (``INSERT ... ON CONFLICT (col) DO NOTHING``, not ``INSERT OR
-IGNORE``); where the dialects differ, callers branch on :func:`is_postgres`:
-
-- SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL runs READ COMMITTED, so a
-  conditional ``UPDATE ... WHERE status = 'pending'`` is the claim (a second writer waits for the
-  first to commit, re-reads the row and updates nothing), and anything that must be strictly
-  ordered across replicas (the audit chain) takes a transaction-level advisory lock first.
-- JSON columns are text on both; SQLite reads them with ``json_each``, PostgreSQL with ``::jsonb``.
+IGNORE``); where the dialects differ, callers ask ``store.sql`` (storage/dialect.py) for the
+fragment and never branch on the backend. SQLite serialises writers with ``BEGIN IMMEDIATE``;
+PostgreSQL runs READ COMMITTED, so a conditional ``UPDATE ... WHERE status = 'pending'`` is the
+claim on both (a second writer waits for the first to commit, re-reads the row and updates
+nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-SQLITE = "sqlite"
-POSTGRES = "postgres"
+if TYPE_CHECKING:
+    from seenbefore.storage.dialect import SqlDialect
 
 
 class SqlRow(Protocol):
@@ -49,20 +47,23 @@ class SqlConn(Protocol):
 
 
 class ServiceStore(Protocol):
-    """The part of a store the service tables use."""
+    """The part of a store the service tables use (storage/base.py's ``Store`` has it all)."""
 
     @property
-    def dialect(self) -> str: ...
+    def dialect(self) -> str:
+        """'sqlite' or 'postgres', for messages and logs; SQL asks :attr:`sql`."""
+        ...
+
+    @property
+    def sql(self) -> SqlDialect:
+        """The dialect's fragments for the SQL that differs (storage/dialect.py)."""
+        ...
 
     def transaction(self) -> AbstractContextManager[SqlConn]: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
     def get_meta(self, key: str) -> str | None: ...
-
-
-def is_postgres(store: ServiceStore) -> bool:
-    return store.dialect == POSTGRES
 
 
 def marks(values: Sequence[Any]) -> str:

@@ -66,7 +66,10 @@ class SQLiteSql:
     for_update = ""  # BEGIN IMMEDIATE: the writer holds the database
 
     def json_within(self, column: str, values: Sequence[str]) -> tuple[str, list[Any]]:
-        sql = f"NOT EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.value NOT IN ({marks(values)}))"
+        if not values:  # ``NOT IN (NULL)`` is never true, so say "empty" directly
+            return f"NOT EXISTS (SELECT 1 FROM json_each({column}))", []
+        held = marks(values)
+        sql = f"NOT EXISTS (SELECT 1 FROM json_each({column}) j WHERE j.value NOT IN ({held}))"
         return sql, list(values)
 
     def json_holds(self, column: str) -> str:

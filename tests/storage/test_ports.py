@@ -1,0 +1,168 @@
+"""The parts of the Store port that replaced callers' backend branches: the dialect fragments
+(``store.sql``), where a store lives, leases, the review checkpointer, erasing, and the audit
+log's guards; each run against SQLite and PostgreSQL through ``any_store``."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from seenbefore.errors import StoreError
+from seenbefore.storage.base import Store
+from seenbefore.storage.dialect import POSTGRES_SQL, SQLITE_SQL
+from seenbefore.storage.pg_pool import redact
+from seenbefore.storage.sqlite import SQLiteStore
+
+# three rows of a JSON-array column, as the service tables keep them (text on both backends)
+ROWS = (
+    "WITH t(id, arr) AS (VALUES ('a', '[\"general\"]'), ('b', '[\"general\", \"restricted\"]'),"
+    " ('c', '[]'))"
+)
+
+
+def _ids(store: Store, where: str, params: list[object]) -> list[str]:
+    return [
+        str(r[0]) for r in store.query(f"{ROWS} SELECT id FROM t WHERE {where} ORDER BY id", params)
+    ]
+
+
+def test_the_fragments_are_the_sql_each_dialect_speaks() -> None:
+    assert SQLITE_SQL.json_within("r.tiers", ["general", "restricted"]) == (
+        "NOT EXISTS (SELECT 1 FROM json_each(r.tiers) j WHERE j.value NOT IN (?,?))",
+        ["general", "restricted"],
+    )
+    assert SQLITE_SQL.json_within("r.tiers", []) == (
+        "NOT EXISTS (SELECT 1 FROM json_each(r.tiers))",
+        [],
+    )
+    assert POSTGRES_SQL.json_within("r.tiers", ["general", "restricted"]) == (
+        "r.tiers::jsonb <@ ?::jsonb",
+        ['["general", "restricted"]'],
+    )
+    assert SQLITE_SQL.json_holds("r.doc_ids") == (
+        "EXISTS (SELECT 1 FROM json_each(r.doc_ids) WHERE value = ?)"
+    )
+    assert POSTGRES_SQL.json_holds("r.doc_ids") == "r.doc_ids::jsonb @> jsonb_build_array(?::text)"
+    assert SQLITE_SQL.insertion_order("created_at, id") == "rowid"
+    assert POSTGRES_SQL.insertion_order("created_at, id") == "created_at, id"
+    assert (SQLITE_SQL.for_update, POSTGRES_SQL.for_update) == ("", " FOR UPDATE")
+
+
+def test_json_within_selects_the_same_rows_on_both(any_store: Store) -> None:
+    within = any_store.sql.json_within
+    assert _ids(any_store, *within("arr", ["general"])) == ["a", "c"]
+    assert _ids(any_store, *within("arr", ["general", "restricted"])) == ["a", "b", "c"]
+    assert _ids(any_store, *within("arr", ["restricted"])) == ["c"]
+    # no tiers held: only rows that name no tier (SQLite's `NOT IN (NULL)` would pass them all)
+    assert _ids(any_store, *within("arr", [])) == ["c"]
+
+
+def test_json_holds_selects_the_same_rows_on_both(any_store: Store) -> None:
+    holds = any_store.sql.json_holds("arr")
+    assert _ids(any_store, holds, ["restricted"]) == ["b"]
+    assert _ids(any_store, holds, ["general"]) == ["a", "b"]
+    assert _ids(any_store, holds, ["gen"]) == []  # whole elements, not substrings
+
+
+def test_for_update_and_serialize_run_inside_a_write_transaction(any_store: Store) -> None:
+    with any_store.transaction() as conn:
+        any_store.sql.serialize(conn, "audit_log")
+        row = conn.execute(
+            f"SELECT value FROM meta WHERE key = ?{any_store.sql.for_update}", ("generation",)
+        ).fetchone()
+    assert int(row[0]) >= 0
+    with (
+        pytest.raises(StoreError, match=r"'reviews'.*only audit_log"),
+        any_store.transaction() as c,
+    ):
+        any_store.sql.serialize(c, "reviews")
+
+
+def test_where_the_store_lives(
+    any_store: Store, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if any_store.dialect == "sqlite":
+        assert any_store.local_file == tmp_path / "home" / "kb.sqlite"
+        assert any_store.location == str(tmp_path / "home" / "kb.sqlite")
+    else:
+        assert any_store.local_file is None
+        url = request.getfixturevalue("pg_url")  # the same database any_store opened
+        assert any_store.location == redact(url)  # never the password
+    with SQLiteStore(":memory:") as memory:
+        assert memory.local_file is None and memory.location == ":memory:"
+
+
+def test_a_lease_is_exclusive_only_where_processes_share_a_server(any_store: Store) -> None:
+    seen: list[bool] = []
+    with any_store.lease("review-1") as mine:
+        other = threading.Thread(target=lambda: seen.append(_try(any_store, "review-1")))
+        other.start()
+        other.join(30)
+        assert mine is True
+    # SQLite: one file, processes take turns on its lock, so nothing is leased away
+    assert seen == ([True] if any_store.dialect == "sqlite" else [False])
+    assert _try(any_store, "review-1") is True  # released with the block
+
+
+def _try(store: Store, name: str) -> bool:
+    with store.lease(name) as got:
+        return got
+
+
+def test_the_checkpointer_says_where_checkpoints_live(any_store: Store, tmp_path: Path) -> None:
+    local = tmp_path / "reviews.sqlite"
+    with any_store.checkpointer(local) as checkpoints:
+        assert checkpoints.saver is not None
+        checkpoints.compact()
+        if any_store.dialect == "sqlite":
+            assert checkpoints.location == str(local) and local.is_file()
+            assert "kb.sqlite" in checkpoints.restore_hint
+        else:
+            assert checkpoints.location == f"the database {any_store.location}"
+            assert not local.exists()
+            assert "database backup" in checkpoints.restore_hint
+
+
+def test_erasing_leaves_no_copy_of_deleted_rows_in_the_sqlite_files(tmp_path: Path) -> None:
+    marker = b"erase-me-7f3a91c2" * 8
+
+    def delete_blob(store: SQLiteStore) -> None:
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM blobs WHERE key = 'k'")
+
+    def on_disk(path: Path) -> bytes:
+        return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.is_file())
+
+    with SQLiteStore(tmp_path / "plain" / "kb.sqlite") as plain:  # the control
+        plain.put_blob("k", marker)
+        delete_blob(plain)
+        assert marker in on_disk(plain.path)  # a plain delete leaves the text behind
+    with SQLiteStore(tmp_path / "erased" / "kb.sqlite") as erased:
+        erased.put_blob("k", marker)
+        with erased.erasing():
+            delete_blob(erased)
+        assert erased.get_blob("k") is None
+        assert marker not in on_disk(erased.path)
+
+
+def test_erasing_runs_its_block_on_both(any_store: Store) -> None:
+    any_store.put_blob("k", b"x")
+    with any_store.erasing(), any_store.transaction() as conn:
+        conn.execute("DELETE FROM blobs WHERE key = ?", ("k",))
+    assert any_store.get_blob("k") is None
+
+
+def test_audit_guards(any_store: Store) -> None:
+    assert any_store.audit_guards_missing() == ""
+
+
+def test_a_dropped_sqlite_audit_trigger_is_named(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "kb.sqlite") as store:
+        with sqlite3.connect(store.path) as raw:
+            raw.execute("DROP TRIGGER audit_log_no_delete")
+        assert store.audit_guards_missing() == (
+            "the append-only trigger(s) audit_log_no_delete are missing"
+        )

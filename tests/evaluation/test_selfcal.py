@@ -112,12 +112,12 @@ def test_novel_rate_on_a_kb_of_exact_precedents_is_bounded(
     novel = [r.details["novel"] for r in results]
     assert sum(novel) / len(novel) <= 0.1
     assert any(r.details["confidence_label"] == "high" for r in results)
-    # and left out, the same queries are mostly "no precedent"
+    # and left out, the same queries are mostly "no precedent" (recall target 0.6)
     left_out = [
         kb.search(q, SearchFilters(tiers=("general",), exclude_ids=(d,)), SearchOptions(k=3))
         for d, q in openings.items()
     ]
-    assert sum(r.details["novel"] for r in left_out) / len(left_out) >= 0.8
+    assert sum(r.details["novel"] for r in left_out) / len(left_out) >= 0.6
 
 
 def test_material_change_is_measured_on_documents(

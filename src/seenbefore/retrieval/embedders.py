@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import ConfigError
+from seenbefore.retrieval.onnx_minilm import OnnxMiniLMEmbedder, hub_offline
 from seenbefore.retrieval.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -46,14 +47,6 @@ def normalise(matrix: npt.NDArray[Any]) -> Matrix:
     norms[norms == 0] = 1.0
     out: Matrix = (m / norms).astype(np.float32)
     return out
-
-
-def hub_offline() -> None:
-    """Before transformers loads: never reach the model hub, and keep its output quiet."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 class HashingEmbedder:
@@ -216,8 +209,6 @@ def _load_minilm() -> Embedder:
     runtime = _runtime()
     if runtime == "torch":
         return MiniLMEmbedder()
-    from seenbefore.retrieval.onnx_minilm import OnnxMiniLMEmbedder
-
     try:
         return OnnxMiniLMEmbedder()
     except Exception as exc:

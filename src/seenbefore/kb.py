@@ -18,6 +18,7 @@ from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision, decide
 from seenbefore.errors import InputError
+from seenbefore.evaluation.gate import self_gate
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.retrieval.corpus import CorpusIndex
@@ -160,24 +161,6 @@ class KnowledgeBase:
 
         return maybe_self_calibrate(self, force=force)
 
-    def self_calibration(self) -> dict[str, Any]:
-        """Which confidence model is live, fitted on what, with its held-out figures."""
-        record = self.store.get_json("self_calibration") or {}
-        out: dict[str, Any] = {
-            "live": record.get("live", "shipped defaults (never self-calibrated)"),
-            "reason": record.get("reason", "no self-calibration record: run `seenbefore reindex`"),
-            "documents": record.get("documents"),
-        }
-        for key, mode in (record.get("modes") or {}).items():
-            if key != "gate":
-                out[key] = {
-                    "kept": mode.get("kept"),
-                    "held_out": mode.get("held_out"),
-                    "default_held_out": mode.get("default_held_out"),
-                    "threshold": (mode.get("model") or {}).get("threshold"),
-                }
-        return out
-
     def lsa_staleness(self) -> float | None:
         """Chunks changed since the LSA fit, as a fraction of the chunks it was fitted on."""
         fit = self.store.get_json("lsa_fit")
@@ -261,7 +244,7 @@ class KnowledgeBase:
 
     def gate(self) -> GateDecision:
         family = self.dense_family()
-        measured = (self.store.get_json("fusion_weights") or {}).get(family) or _self_gate(
+        measured = (self.store.get_json("fusion_weights") or {}).get(family) or self_gate(
             self.store.get_json("self_calibration"), family
         )
         default = shipped_defaults()["fusion"].get(family)
@@ -405,14 +388,6 @@ class KnowledgeBase:
         if key is not None and (self.store.get_json("confidence_models") or {}).get(key):
             return f"{key}: fitted by `seenbefore calibrate` on labelled cases"
         return describe(self.store.get_json("self_calibration"), key)
-
-
-def _self_gate(record: dict[str, Any] | None, family: str) -> dict[str, Any] | None:
-    """The dense weight self-calibration measured for ``family`` (None when it did not)."""
-    gate = ((record or {}).get("modes") or {}).get("gate")
-    if not gate or not gate.get("kept") or record is None or record.get("family") != family:
-        return None
-    return {"dense": gate["dense"], "source": gate["source"]}
 
 
 def _weights(data: dict[str, Any]) -> FusionWeights:

@@ -197,7 +197,7 @@ def _with_metrics(
     threshold moves to the stated operating point (selfcal.novel_threshold)."""
     threshold = model.threshold
     if any(r.case.expect_novel for r in fit):
-        from seenbefore.evaluation.selfcal import novel_threshold
+        from seenbefore.evaluation.verdict import novel_threshold
 
         threshold, _ = novel_threshold(
             [model.predict(r.signals) for r in fit], [r.case.expect_novel for r in fit]

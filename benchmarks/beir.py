@@ -301,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("[yellow]--limit-queries: a subset, not comparable with published figures")
 
     report = {
+        "command": " ".join(["benchmarks/beir.py", *(argv or sys.argv[1:])]),
         "dataset": "BEIR SciFact",
         "data": str(args.data),
         "backend": args.backend,

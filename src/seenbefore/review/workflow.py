@@ -370,6 +370,11 @@ class ReviewWorkflow:
         if review.status != "pending" or not review.awaiting_decision:
             raise self.records.conflict(review_id, review.round)
         if not self.engine.waiting(review_id):
+            # another replica may have decided it since the read above (its claim commits
+            # before its graph moves on): then this is the loser's conflict, not a lost file
+            latest = self.records.get(review_id, None)
+            if latest.status != "pending" or not latest.awaiting_decision:
+                raise self.records.conflict(review_id, latest.round)
             raise StoreError(
                 f"review {review_id} has no workflow checkpoint waiting for a decision in "
                 f"{self.engine.checkpoint_location}; {self.engine.checkpoints.restore_hint}"

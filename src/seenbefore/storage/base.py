@@ -151,7 +151,6 @@ class Store(ServiceStore, Protocol):
     def restore(self, source: str | Path) -> None: ...
 
     # -- documents ------------------------------------------------------------------------------
-
     def upsert(
         self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
     ) -> str:

@@ -18,7 +18,6 @@ from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision, decide
 from seenbefore.errors import InputError
-from seenbefore.evaluation.gate import self_gate
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.retrieval.corpus import CorpusIndex
@@ -244,6 +243,8 @@ class KnowledgeBase:
 
     def gate(self) -> GateDecision:
         family = self.dense_family()
+        from seenbefore.evaluation.selfcal import self_gate
+
         measured = (self.store.get_json("fusion_weights") or {}).get(family) or self_gate(
             self.store.get_json("self_calibration"), family
         )

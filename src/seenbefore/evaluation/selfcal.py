@@ -67,6 +67,7 @@ __all__ = [  # the verdict's pieces are re-exported: callers import them from he
     "novel_threshold",
     "self_calibrate",
     "self_cases",
+    "self_gate",
 ]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -311,3 +312,11 @@ def _fit_gate(
         "reason": source,
         "fit_sweep": {str(w): round(v, 4) for w, v in sweep.items()},
     }
+
+
+def self_gate(record: dict[str, Any] | None, family: str) -> dict[str, Any] | None:
+    """The dense weight self-calibration measured for ``family`` (None when it did not)."""
+    gate = ((record or {}).get("modes") or {}).get("gate")
+    if not gate or not gate.get("kept") or record is None or record.get("family") != family:
+        return None
+    return {"dense": gate["dense"], "source": gate["source"]}

@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -31,14 +31,10 @@ from seenbefore.retrieval.embedders import (
     neural_failure,
 )
 from seenbefore.retrieval.hybrid import PROFILES, HybridRetriever, SearchOptions
-from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.base import EmbeddedVectors, Store
 from seenbefore.storage.factory import open_store
-from seenbefore.storage.sqlite import SQLiteStore
 from seenbefore.storage.supersession import Supersession
 from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
-
-if TYPE_CHECKING:
-    from seenbefore.storage.postgres import PostgresStore
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +58,12 @@ class KnowledgeBase:
         self,
         settings: Settings,
         *,
-        store: SQLiteStore | PostgresStore | None = None,
+        store: Store | None = None,
         embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings
         # SQLite at <home>/kb.sqlite unless SEENBEFORE_DATABASE_URL selects PostgreSQL
-        self.store: SQLiteStore | PostgresStore = store or open_store(settings)
+        self.store: Store = store or open_store(settings)
         self._explicit = embedder
         self._embedder: Embedder | None = embedder
         self._embedder_loaded = embedder is not None
@@ -224,11 +220,8 @@ class KnowledgeBase:
     def index(self) -> CorpusIndex:
         generation = self.store.generation()
         if self._index is None or self._index.generation != generation:
-            bm25_path = (
-                None
-                if str(self.store.path) == ":memory:"
-                else self.store.path.with_name(self.store.path.name + ".bm25.npz")
-            )
+            local = self.store.local_file  # the BM25 sidecar lives beside a local store file
+            bm25_path = None if local is None else local.with_name(local.name + ".bm25.npz")
             self._index = CorpusIndex.build(
                 self.store, stem=self.settings.stem, bm25_path=bm25_path
             )

@@ -43,11 +43,8 @@ BACKENDS: dict[str, Callable[[str, Settings], PostgresStore]] = {
 }
 
 
-def open_store(settings: Settings) -> SQLiteStore | PostgresStore:
-    """The store the settings select: PostgreSQL for ``postgresql://...``, else SQLite.
-
-    Typed as the union of the adapters, not :class:`Store`, while kb.py's ``KnowledgeBase``
-    still takes that union (callers that only need the port use ``cli.common.open_store``)."""
+def open_store(settings: Settings) -> Store:
+    """The store the settings select: PostgreSQL for ``postgresql://...``, else SQLite."""
     url = settings.database_url.get_secret_value().strip() if settings.database_url else ""
     if not url:
         return SQLiteStore(settings.db_path)

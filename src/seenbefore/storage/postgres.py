@@ -69,9 +69,6 @@ class PostgresStore(JsonSettings):
         self._leases = pg_tx.Leases(self._db)  # connects on first use
         self.url = self._db.display  # without the password
         self.location = self.url
-        # kb.py still reads ``path`` for the BM25 sidecar and skips it for ':memory:' (no local
-        # file); new code reads ``local_file``, which says so directly
-        self.path = Path(":memory:")
 
     @property
     def server(self) -> ServerInfo:

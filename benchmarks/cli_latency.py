@@ -80,6 +80,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="searches per runtime")
     parser.add_argument("--write", action="store_true", help=f"write {RESULTS.name}")
+    parser.add_argument(
+        "--demo", action="store_true", help="also time scripts/demo.sh end to end (make demo)"
+    )
     args = parser.parse_args()
     console = Console()
     rows = []
@@ -87,6 +90,13 @@ def main() -> None:
         for runtime in ("onnx", "torch"):
             console.print(f"[bold]{runtime}[/]: ingest {SAMPLES.name}, then {args.runs} searches")
             rows.append(measure(runtime, args.runs, Path(scratch)))
+    demo_s = None
+    if args.demo:
+        console.print("[bold]demo[/]: scripts/demo.sh in a scratch SEENBEFORE_HOME")
+        with tempfile.TemporaryDirectory(prefix="seenbefore-demo-") as home:
+            env = {**os.environ, "SEENBEFORE_HOME": home}
+            demo_s, _ = timed(["bash", str(ROOT / "scripts" / "demo.sh")], env)
+        console.print(f"make demo (after installation): {demo_s:.1f} s")
     table = Table(title="seenbefore CLI wall time (process start to exit), MiniLM hybrid")
     for column in ("runtime", "search p50 s", "search max s", "ingest s", "chunks/s"):
         table.add_column(column, justify="right")
@@ -107,11 +117,13 @@ def main() -> None:
         RESULTS.write_text(
             json.dumps(
                 {
-                    "command": f"python benchmarks/cli_latency.py --runs {args.runs} --write",
+                    "command": "python benchmarks/cli_latency.py "
+                    f"--runs {args.runs}{' --demo' if args.demo else ''} --write",
                     "commit": commit,
                     "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
                     "note": "wall time from process start to exit; other jobs may share the machine",
                     "results": rows,
+                    "demo_s": round(demo_s, 1) if demo_s is not None else None,
                 },
                 indent=2,
             )

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The newcomer's check: clone this checkout into a fresh directory that other users cannot enter
 # (mktemp -d is 0700), put ../shared beside it as a read-only data link, and run `make test` there
-# with no other step. With --without-system-packages (root only), first remove Debian's chromium and
-# prometheus-alertmanager so `make test` must install them itself.
+# with no other step. With --without-system-packages (root only), first remove Debian's chromium,
+# prometheus-alertmanager and prometheus so `make test` must install them itself.
 # Usage: scripts/fresh_clone_check.sh [--without-system-packages] [--keep]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -19,8 +19,8 @@ work="$(mktemp -d -t seenbefore-fresh-XXXXXX)"
 chmod 0700 "$work"
 if [[ $purge -eq 1 ]]; then
     [[ $(id -u) -eq 0 ]] || { echo "--without-system-packages needs root" >&2; exit 2; }
-    echo "== removing chromium and prometheus-alertmanager first"
-    DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq chromium prometheus-alertmanager >/dev/null 2>&1 || true
+    echo "== removing chromium, prometheus-alertmanager and prometheus first"
+    DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq chromium prometheus-alertmanager prometheus >/dev/null 2>&1 || true
 fi
 echo "== fresh clone of $here in $work (mode $(stat -c %a "$work"))"
 git clone --quiet --no-hardlinks "$here" "$work/seenbefore"

@@ -227,3 +227,28 @@ def anomaly_from_dict(data: dict[str, Any]) -> Anomaly:
         rules=tuple(data.get("rules", ())),
         truth_kind=data.get("truth_kind"),
     )
+
+
+@dataclass(frozen=True)
+class DraftHeadline:
+    """What every channel says first about a drafted hypothesis."""
+
+    title: str  # "No precedent for …" or "Seen before? Draft for …"
+    precedent: str  # the top cited incident, or why there is none
+    confidence: str  # "0.62 (medium)"
+
+
+def draft_headline(message: Notification) -> DraftHeadline:
+    anomaly, draft = message.anomaly, message.draft or {}
+    novel = bool(draft.get("novel"))
+    title = (
+        f"No precedent for the {anomaly.service} anomaly"
+        if novel
+        else f"Seen before? Draft for the {anomaly.service} anomaly"
+    )
+    cited = draft.get("cited_incidents") or []
+    precedent = (
+        "none: no credible precedent in the knowledge base" if novel or not cited else str(cited[0])
+    )
+    confidence = f"{float(draft.get('confidence', 0.0)):.2f} ({draft.get('confidence_label', '?')})"
+    return DraftHeadline(title, precedent, confidence)

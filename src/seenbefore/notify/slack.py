@@ -32,6 +32,7 @@ from seenbefore.notify.base import (
     DeliveryResult,
     HttpSender,
     Notification,
+    draft_headline,
     post_json,
     to_utc,
     url_secrets,
@@ -76,17 +77,8 @@ def draft_payload(message: Notification) -> dict[str, Any]:
     """A drafted hypothesis following its anomaly: in the anomaly's thread when ``thread_ts`` is
     known (incoming webhooks do not return one; a bot posting with chat.postMessage does)."""
     anomaly, draft = message.anomaly, message.draft or {}
-    novel = bool(draft.get("novel"))
-    header = (
-        f"No precedent for the {anomaly.service} anomaly"
-        if novel
-        else f"Seen before? Draft for the {anomaly.service} anomaly"
-    )
-    cited = draft.get("cited_incidents") or []
-    precedent = (
-        "none: no credible precedent in the knowledge base" if novel or not cited else str(cited[0])
-    )
-    confidence = f"{float(draft.get('confidence', 0.0)):.2f} ({draft.get('confidence_label', '?')})"
+    head = draft_headline(message)
+    header, precedent, confidence = head.title, head.precedent, head.confidence
     payload: dict[str, Any] = {
         "text": truncate(escape(f"{header}: {draft.get('summary', '')}"), FALLBACK_MAX),
         "blocks": [

@@ -38,6 +38,7 @@ from seenbefore.notify.base import (
     DeliveryResult,
     HttpSender,
     Notification,
+    draft_headline,
     post_json,
     url_secrets,
 )
@@ -110,20 +111,10 @@ def anomaly_card(message: Notification, review_url: str | None = None) -> dict[s
 
 def draft_card(message: Notification, review_url: str | None = None) -> dict[str, Any]:
     anomaly, draft = message.anomaly, message.draft or {}
-    novel = bool(draft.get("novel"))
-    title = (
-        f"No precedent for the {anomaly.service} anomaly"
-        if novel
-        else f"Seen before? Draft for the {anomaly.service} anomaly"
-    )
-    cited = draft.get("cited_incidents") or []
-    precedent = (
-        "none: no credible precedent in the knowledge base" if novel or not cited else str(cited[0])
-    )
-    confidence = f"{float(draft.get('confidence', 0.0)):.2f} ({draft.get('confidence_label', '?')})"
+    head = draft_headline(message)
     body = [
-        _text(truncate(title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
-        _facts([("Top precedent", precedent), ("Confidence", confidence)]),
+        _text(truncate(head.title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
+        _facts([("Top precedent", head.precedent), ("Confidence", head.confidence)]),
         _literal(str(draft.get("hypothesis", ""))),
         _text(
             f"{draft.get('drafted_by', '')} · anomaly {anomaly.id} · advisory: a person decides",

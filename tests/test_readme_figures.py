@@ -1,0 +1,99 @@
+"""Figures the README quotes are the ones in the committed results files (benchmarks/results/),
+written by the command each file records: a figure changed in one place and not the other fails.
+
+Each row: the text the README must contain, built from a value read out of a results file. When a
+benchmark is re-run and its JSON committed, the README has to follow (or this test says which
+sentence is stale)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _load(name: str) -> Any:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def _runtime(data: Any, runtime: str) -> dict[str, Any]:
+    return next(r for r in data["results"] if r["runtime"] == runtime)
+
+
+def _aws(mode: str, metric: str = "hit@1", split: str = "aws") -> float:
+    modes = _load("realtext.json")["sets"][split]["modes"]
+    value = modes[mode]
+    for key in metric.split("/"):
+        value = value[key]
+    return float(value)
+
+
+def _scope(category: str, profile: str = "standard") -> float:
+    return float(_load("nab.json")["scopes"][category][profile]["normalised"])
+
+
+# (what the figure is, the text the README must contain, built from the results file)
+FIGURES: list[tuple[str, Callable[[], str]]] = [
+    # the first hour, from benchmarks/cli_latency.py --demo
+    ("make demo after install", lambda: f"**{_load('cli_latency.json')['demo_s']:.1f} s**"),
+    (
+        "search p50, ONNX",
+        lambda: f"**{_runtime(_load('cli_latency.json'), 'onnx')['search_wall_p50_s']:.2f} s**",
+    ),
+    (
+        "search p50, sentence-transformers",
+        lambda: f"{_runtime(_load('cli_latency.json'), 'torch')['search_wall_p50_s']:.2f} s on",
+    ),
+    (
+        "sample ingest, ONNX",
+        lambda: f"took {_runtime(_load('cli_latency.json'), 'onnx')['ingest_s']:.1f} s",
+    ),
+    # NAB, from seenbefore nab ... --json
+    ("NAB all 51, standard", lambda: f"**{_load('nab.json')['normalised_score']:.1f}**"),
+    ("NAB realAWSCloudwatch", lambda: f"ours {_scope('realAWSCloudwatch'):.1f}"),
+    ("NAB low FP, all", lambda: f"| {_scope('all', 'reward_low_FP_rate'):.1f} |"),
+    ("NAB low FN, all", lambda: f"| {_scope('all', 'reward_low_FN_rate'):.1f} |"),
+    # real incident text, from benchmarks/realtext.py --dense
+    ("AWS Hit@1, default hybrid", lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**"),
+    (
+        "AWS Hit@1, whole document",
+        lambda: f"| {_aws('ours sparse, whole document (default)'):.3f} |",
+    ),
+    ("AWS Hit@1, best chunk", lambda: f"| {_aws('ours sparse, best chunk'):.3f} |"),
+    (
+        "AWS Hit@1, rank_bm25 / bm25s",
+        lambda: f"{_aws('rank_bm25 (BM25Okapi)'):.3f} / {_aws('bm25s'):.3f}",
+    ),
+    (
+        "AWS novelty AUROC",
+        lambda: (
+            "AUROC "
+            f"{_aws('ours hybrid (gated, default)', 'novelty/auroc_precedent', 'aws-novelty'):.3f}"
+        ),
+    ),
+    (
+        "AWS novelty ECE",
+        lambda: f"ECE {_aws('ours hybrid (gated, default)', 'novelty/ece', 'aws-novelty'):.3f}",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "expected"), FIGURES, ids=[w for w, _ in FIGURES])
+def test_readme_quotes_the_committed_figure(what: str, expected: Callable[[], str]) -> None:
+    text = expected()
+    assert text in README, f"README does not say {text!r} ({what}); re-copy it from the results"
+
+
+def test_every_results_file_says_which_command_made_it() -> None:
+    files = sorted(RESULTS.glob("*.json"))
+    assert files, "no committed results"
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert str(data.get("command", "")).strip(), f"{path.name} does not record its command"

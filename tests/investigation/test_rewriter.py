@@ -12,6 +12,7 @@ from seenbefore.config import Settings
 from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.llm import OpenAICompatibleLLM
 from seenbefore.investigation.query import from_text
+from seenbefore.investigation.reporter import OfflineReporter
 from seenbefore.investigation.rewriter import QueryRewriter, parse_queries
 from seenbefore.kb import KnowledgeBase
 from tests.conftest import postmortem_text
@@ -58,6 +59,12 @@ def test_rewrites_are_searched_and_fused_with_the_original(kb: KnowledgeBase) ->
     assert rewrite["queries"] == ["connection pool exhausted", "database connections"]
     assert rewrite["prompt_tokens"] == 120 and rewrite["error"] is None
     assert "rewrite_ms" in evidence.timings
+    # the fused ranking put POOL on top, which the original query did not: the confidence is the
+    # original query's and the draft says it is not calibrated for the new list
+    assert rewrite["top_changed"] is True
+    assert rewrite["confidence_scored_on"].startswith("the original query's ranking")
+    draft = OfflineReporter().draft(evidence)
+    assert "not calibrated for this one" in draft.summary
     # its own context: the observation only, never retrieved postmortem text
     sent = " ".join(m["content"] for m in prompt)
     assert "checkout hangs" in sent and "burst limit" not in sent

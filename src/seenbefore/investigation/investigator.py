@@ -163,6 +163,12 @@ class Investigator:
             for c in found:
                 pool.setdefault(c.doc_id, c)
         fused = ranked(rrf(rankings))
+        # The confidence model scored the original query's ranking; nothing calibrated it for
+        # the fused one. Say so, and whether the fusion changed the precedent on top.
+        record["confidence_scored_on"] = (
+            "the original query's ranking (uncalibrated for the fused one)"
+        )
+        record["top_changed"] = bool(fused) and (not original or fused[0] != original[0].doc_id)
         return [pool[d] for d in fused], record
 
     def _unknown_signals(self, request: InvestigationRequest) -> list[str]:

@@ -110,9 +110,15 @@ class OfflineReporter:
         ]
         if not evidence.request.signals:
             missing.append("the metrics that deviated (the query carried no structured signals)")
+        rewrite = evidence.searched.get("rewrite") or {}
+        uncalibrated = (
+            " — scored before an LLM rewrite re-ranked the list, so not calibrated for this one"
+            if rewrite.get("top_changed")
+            else ""
+        )
         return Draft(
             summary=f"Possible precedent: {top.doc_id} ({top.type or 'untyped'}); "
-            f"confidence {evidence.confidence:.2f} ({evidence.confidence_label}).",
+            f"confidence {evidence.confidence:.2f} ({evidence.confidence_label}){uncalibrated}.",
             hypothesis=hypothesis,
             cited_incidents=[i.doc_id for i in evidence.items],
             suggested_checks=checks,

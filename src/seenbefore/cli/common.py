@@ -16,6 +16,17 @@ if TYPE_CHECKING:
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
+LOG_WIDTH = 200  # tables written to a log or a pipe: wide enough that no figure is cut
+
+
+def print_wide(renderable: Any) -> None:
+    """Print a table whole: at the terminal's width on a terminal, else LOG_WIDTH columns (Rich
+    would cut cells to 80 columns and print "Bri…" or "182…" in a log)."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    Console(file=console.file, width=LOG_WIDTH, highlight=False).print(renderable)
+
 
 JSON_SCHEMA_VERSION = 1
 

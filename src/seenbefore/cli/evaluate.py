@@ -9,7 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
+from seenbefore.cli.common import (
+    caller_tiers,
+    console,
+    open_kb,
+    print_json,
+    print_wide,
+    settings,
+)
 from seenbefore.cli.ingest import progress_bar
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import InputError
@@ -99,7 +106,7 @@ def calibrate(
             ),
             str(model["threshold"]),
         )
-    console.print(table, width=None if console.is_terminal else 200)
+    print_wide(table)
     console.print("persisted with the knowledge base" if not dry_run else "dry run: nothing saved")
 
 
@@ -130,7 +137,7 @@ def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: b
             str(m["threshold"]),
             weights,
         )
-    console.print(table, width=None if console.is_terminal else 200)
+    print_wide(table)
     console.print("persisted with the knowledge base" if persist else "dry run: nothing saved")
 
 
@@ -162,7 +169,7 @@ def _print_table(report: EvalReport, title: str) -> None:
         for name, metrics in summary(report).items():
             table.add_row(name, *(fmt(metrics[k]) for k, _ in columns))
         # in a log (not a terminal) rich would wrap to 80 columns and cut figures ("Bri…")
-        console.print(table, width=None if console.is_terminal else 200)
+        print_wide(table)
     console.print(
         "[dim]ECE/Brier/AUROC: confidence as shipped, all cases. ECE*/Brier*: confidence "
         "refitted on the fit split, measured on the held-out split.[/]"

@@ -60,6 +60,14 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
     ("NAB realAWSCloudwatch", lambda: f"ours {_scope('realAWSCloudwatch'):.1f}"),
     ("NAB low FP, all", lambda: f"| {_scope('all', 'reward_low_FP_rate'):.1f} |"),
     ("NAB low FN, all", lambda: f"| {_scope('all', 'reward_low_FN_rate'):.1f} |"),
+    # the golden cases, from seenbefore eval --report-dir
+    (
+        "golden cases, gated MiniLM novel P/R",
+        lambda: "gated MiniLM {:.3f}/{:.3f}".format(
+            _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_precision"],
+            _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_recall"],
+        ),
+    ),
     # real incident text, from benchmarks/realtext.py --dense
     ("AWS Hit@1, default hybrid", lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**"),
     (

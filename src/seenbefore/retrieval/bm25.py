@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -79,33 +79,16 @@ class BM25Index:
         cls, texts: Sequence[str], *, stem: bool = False, k1: float = K1, b: float = B
     ) -> BM25Index:
         vocabulary: dict[str, int] = {}
-        doc_rows: list[int] = []
-        term_cols: list[int] = []
-        tfs: list[int] = []
+        entries = _Entries()
         lengths = np.zeros(len(texts), dtype=np.float64)
         for row, text in enumerate(texts):
             tokens = analyse(text, stem=stem)
             lengths[row] = len(tokens)
-            counts: dict[int, int] = {}
-            for token in tokens:
-                col = vocabulary.setdefault(token, len(vocabulary))
-                counts[col] = counts.get(col, 0) + 1
-            doc_rows.extend([row] * len(counts))
-            term_cols.extend(counts.keys())
-            tfs.extend(counts.values())
-        n = len(texts)
-        cols = np.asarray(term_cols, dtype=np.int64)
-        rows = np.asarray(doc_rows, dtype=np.int32)
-        tf = np.asarray(tfs, dtype=np.float64)
-        df = np.bincount(cols, minlength=len(vocabulary)).astype(np.float64)
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        avg = float(lengths.mean()) if n else 1.0
-        norm = k1 * (1.0 - b + b * lengths[rows] / (avg or 1.0))
-        weights = (idf[cols] * tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
-        order = np.lexsort((rows, cols))  # column-major, rows ascending within a column
-        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(df.astype(np.int64), out=indptr[1:])
-        return cls(vocabulary, idf, indptr, rows[order], weights[order], n, stem=stem)
+            entries.add(row, _count(tokens, vocabulary))
+        avg = float(lengths.mean()) if len(texts) else 1.0
+        norm = k1 * (1.0 - b + b * lengths[entries.row_array()] / (avg or 1.0))
+        idf, indptr, rows, weights = entries.pack(len(texts), len(vocabulary), k1, norm)
+        return cls(vocabulary, idf, indptr, rows, weights, len(texts), stem=stem)
 
     @classmethod
     def build_fields(
@@ -133,37 +116,20 @@ class BM25Index:
             for f, text in enumerate(fields):
                 tokens = analyse(text, stem=stem, ngram=ngram)
                 lengths[row, f] = len(tokens)
-                counts: dict[int, int] = {}
-                for token in tokens:
-                    col = vocabulary.setdefault(token, len(vocabulary))
-                    counts[col] = counts.get(col, 0) + 1
-                counted.append(counts)
+                counted.append(_count(tokens, vocabulary))
             per_field.append(counted)
         avg = lengths.mean(axis=0) if len(docs) else np.ones(n_fields)
         avg[avg == 0] = 1.0
-        doc_rows: list[int] = []
-        term_cols: list[int] = []
-        pseudo: list[float] = []
+        entries = _Entries()
         for row, counted in enumerate(per_field):
             merged: dict[int, float] = {}
             for f, counts in enumerate(counted):
                 norm = field_weights[f] / (1.0 - b + b * lengths[row, f] / avg[f])
                 for col, count in counts.items():
                     merged[col] = merged.get(col, 0.0) + count * norm
-            doc_rows.extend([row] * len(merged))
-            term_cols.extend(merged.keys())
-            pseudo.extend(merged.values())
-        n = len(docs)
-        cols = np.asarray(term_cols, dtype=np.int64)
-        rows = np.asarray(doc_rows, dtype=np.int32)
-        tf = np.asarray(pseudo, dtype=np.float64)
-        df = np.bincount(cols, minlength=len(vocabulary)).astype(np.float64)
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        weights = (idf[cols] * tf * (k1 + 1.0) / (tf + k1)).astype(np.float32)
-        order = np.lexsort((rows, cols))
-        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(df.astype(np.int64), out=indptr[1:])
-        return cls(vocabulary, idf, indptr, rows[order], weights[order], n, stem=stem, ngram=ngram)
+            entries.add(row, merged)
+        idf, indptr, rows, weights = entries.pack(len(docs), len(vocabulary), k1, k1)
+        return cls(vocabulary, idf, indptr, rows, weights, len(docs), stem=stem, ngram=ngram)
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         stemmed = self.stem and self.ngram == 1  # phrases arrive analysed (``phrases``)
@@ -243,3 +209,50 @@ class BM25Index:
                 return index, int(meta["generation"])
         except (OSError, ValueError, KeyError):
             return None
+
+
+def _count(tokens: Sequence[str], vocabulary: dict[str, int]) -> dict[int, int]:
+    """Term frequencies of ``tokens`` by column, growing ``vocabulary`` with new terms."""
+    counts: dict[int, int] = {}
+    for token in tokens:
+        col = vocabulary.setdefault(token, len(vocabulary))
+        counts[col] = counts.get(col, 0) + 1
+    return counts
+
+
+class _Entries:
+    """The (row, term, tf) entries of an index being built, then packed column-major."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.tfs: list[float] = []
+
+    def add(self, row: int, counts: Mapping[int, float]) -> None:
+        self.rows.extend([row] * len(counts))
+        self.cols.extend(counts.keys())
+        self.tfs.extend(counts.values())
+
+    def row_array(self) -> npt.NDArray[np.int32]:
+        return np.asarray(self.rows, dtype=np.int32)
+
+    def pack(
+        self, n: int, n_terms: int, k1: float, norm: float | npt.NDArray[np.float64]
+    ) -> tuple[
+        npt.NDArray[np.float64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.float32],
+    ]:
+        """idf, indptr, rows and weights (idf * tf * (k1 + 1) / (tf + norm)), column-major with
+        rows ascending within a column."""
+        cols = np.asarray(self.cols, dtype=np.int64)
+        rows = self.row_array()
+        tf = np.asarray(self.tfs, dtype=np.float64)
+        df = np.bincount(cols, minlength=n_terms).astype(np.float64)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        weights = (idf[cols] * tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+        order = np.lexsort((rows, cols))
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df.astype(np.int64), out=indptr[1:])
+        return idf, indptr, rows[order], weights[order]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from seenbefore.cli.detect import _telemetry
@@ -21,15 +21,8 @@ from seenbefore.cli.investigate import requests_from
 from seenbefore.detection.rules import load_rules
 from seenbefore.errors import SeenbeforeError
 from seenbefore.evaluation.cases import load_cases
-from tests.fuzz.strategies import atoms, documents, json_bytes, json_values, mostly, scalars
+from tests.fuzz.strategies import FUZZ, atoms, documents, json_bytes, json_values, mostly, scalars
 
-FUZZ = settings(
-    max_examples=1000,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
 names = itertools.count()
 
 

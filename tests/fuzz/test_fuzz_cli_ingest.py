@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -24,7 +24,7 @@ from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.storage.sqlite import SQLiteStore
 from tests.conftest import postmortem_text
-from tests.fuzz.strategies import atoms, documents, json_values, mostly, yamlish
+from tests.fuzz.strategies import FUZZ, atoms, documents, json_values, mostly, yamlish
 
 GOOD_ID = "INC-GOOD-001"
 VALID = postmortem_text(
@@ -49,13 +49,6 @@ shaped = st.tuples(
     st.lists(st.one_of(atoms, st.sampled_from(["\n## Summary\n", "\n# T\n", "\n```\n"]))),
 ).map(lambda t: ("---\n" + t[0] + t[1] + "".join(t[2])).encode("utf-8", "surrogatepass"))
 files = documents(VALID, shaped)
-FUZZ = settings(
-    max_examples=1000,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
 
 
 @dataclass

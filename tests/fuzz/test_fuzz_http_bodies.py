@@ -10,11 +10,12 @@ import logging
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import postmortem_text
 from tests.fuzz.http_door import Door, bodies, door, no_logged_tracebacks, values
+from tests.fuzz.strategies import FUZZ_BASE
 
 __all__ = ["door"]  # the module fixture
 
@@ -102,12 +103,7 @@ def test_no_body_breaks_an_entry_point(door: Door, caplog: pytest.LogCaptureFixt
     before = door.known_good()
     sent: dict[str, int] = {}
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )
+    @settings(FUZZ_BASE, max_examples=EXAMPLES)
     @given(batch=st.lists(requests, min_size=PER_EXAMPLE, max_size=PER_EXAMPLE))
     def check(batch: list[tuple[str, str, str, bytes]]) -> None:
         for who, method, url, body in batch:

@@ -10,11 +10,12 @@ import logging
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seenbefore.security.alert_caps import MAX_DESCRIPTION_CHARS
 from tests.fuzz.http_door import Door, door, no_logged_tracebacks, raw, values
+from tests.fuzz.strategies import FUZZ_BASE
 
 __all__ = ["door"]  # the module fixture
 
@@ -64,12 +65,7 @@ def test_no_payload_breaks_the_webhook(door: Door, caplog: pytest.LogCaptureFixt
     before = door.known_good()
     sent = door.sent
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )
+    @settings(FUZZ_BASE, max_examples=EXAMPLES)
     @given(batch=st.lists(payloads, min_size=PER_EXAMPLE, max_size=PER_EXAMPLE))
     def check(batch: list[bytes]) -> None:
         for body in batch:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from seenbefore.detection import nab_scoring
+from seenbefore.detection import nab, nab_scoring
 from seenbefore.detection.detectors import REGISTRY
 from seenbefore.detection.ensemble import StreamingEnsemble
 from seenbefore.detection.nab_io import read_series, read_windows
@@ -100,15 +100,8 @@ def score_scope(
 ) -> tuple[float | None, float, int]:
     """(normalised score or None without windows, threshold, false positives) for files."""
     nab_files = [NabFile(f.rel, f.timestamps, scores[f.rel], f.windows) for f in files]
-    if threshold is None:
-        threshold, _ = nab_scoring.optimise_threshold(nab_files, profile)
-    results = nab_scoring.score_files(nab_files, threshold, profile)
-    raw = sum(r.score for r in results)
-    null = nab_scoring.null_score(nab_files, profile)
-    perfect = nab_scoring.perfect_score(nab_files, profile)
-    fps = sum(r.fp for r in results)
-    norm = nab_scoring.normalise(raw, null, perfect) if perfect != null else None
-    return norm, threshold, fps
+    scored = nab.score_scope("lab", nab_files, profile, threshold)  # what seenbefore nab scores
+    return scored.normalised, scored.threshold, scored.false_positives
 
 
 def categories(files: Sequence[CorpusFile]) -> list[str]:

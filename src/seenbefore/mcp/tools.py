@@ -72,11 +72,10 @@ def investigate(
     request = from_text(body.text)
     if body.services:
         request = dataclasses.replace(request, services=tuple(body.services))
-    from seenbefore.investigation.factory import make_reporter  # LLM or offline
-
     investigator = Investigator(app.kb, tiers=who.principal.tiers, k=k)
     evidence = investigator.investigate(request)
-    draft = make_reporter(app.settings).draft(evidence)
+    # the service's one reporter (LLM or offline), closed with the workflow at shutdown
+    draft = app.workflow.engine.reporter().draft(evidence)
     app.audit.record(
         who.principal,
         "investigate",

@@ -236,7 +236,7 @@ class KnowledgeBase:
 
     def gate(self) -> GateDecision:
         family = self.dense_family()
-        from seenbefore.evaluation.selfcal import self_gate
+        from seenbefore.retrieval.calibration_record import self_gate
 
         measured = (self.store.get_json("fusion_weights") or {}).get(family) or self_gate(
             self.store.get_json("self_calibration"), family
@@ -377,7 +377,7 @@ class KnowledgeBase:
 
     def live_model_line(self, key: str | None = None) -> str:
         """How the live confidence model was fitted, with its held-out figures (one line)."""
-        from seenbefore.evaluation.selfcal import describe
+        from seenbefore.retrieval.calibration_record import describe
 
         if key is not None and (self.store.get_json("confidence_models") or {}).get(key):
             return f"{key}: fitted by `seenbefore calibrate` on labelled cases"

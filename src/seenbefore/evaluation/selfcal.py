@@ -36,11 +36,11 @@ from seenbefore.evaluation.verdict import (
     FIT_PRECISION,
     FIT_RECALL,
     NOVEL_PRECISION,
-    describe,
     fit_mode,
     held_out_figures,
     novel_threshold,
 )
+from seenbefore.retrieval.calibration_record import RECORD, describe, self_gate
 from seenbefore.retrieval.embedders import Embedder, Matrix
 from seenbefore.retrieval.hybrid import SearchOptions
 
@@ -55,7 +55,6 @@ QUERY_WORDS = 40
 MIN_QUERY_WORDS = 6  # self-made queries run from alert-short to first-update long
 NOISE = 0.3  # share of a self-made query's words replaced by collection words
 MIN_GAIN = 0.01  # held-out MRR gain dense must show to get a non-zero weight
-RECORD = "self_calibration"
 __all__ = [  # the verdict's pieces are re-exported: callers import them from here
     "FIT_PRECISION",
     "FIT_RECALL",
@@ -312,11 +311,3 @@ def _fit_gate(
         "reason": source,
         "fit_sweep": {str(w): round(v, 4) for w, v in sweep.items()},
     }
-
-
-def self_gate(record: dict[str, Any] | None, family: str) -> dict[str, Any] | None:
-    """The dense weight self-calibration measured for ``family`` (None when it did not)."""
-    gate = ((record or {}).get("modes") or {}).get("gate")
-    if not gate or not gate.get("kept") or record is None or record.get("family") != family:
-        return None
-    return {"dense": gate["dense"], "source": gate["source"]}

@@ -3,6 +3,7 @@
 Query = an incident's postmortem text without its root-cause lines; relevant = the other incidents
 with the same cause `category`. Prints precision@1 / @3 per mode: sparse (BM25), dense MiniLM,
 dense LSA, equal-weight RRF (MiniLM), and gated (the weights the knowledge base would use).
+Writes benchmarks/results/categories.json with the command, commit and machine.
 
     python benchmarks/categories.py --data ../shared/data/postmortems/graphrca_incidents.jsonl
 """
@@ -10,15 +11,17 @@ dense LSA, equal-weight RRF (MiniLM), and gated (the weights the knowledge base 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from provenance import provenance, write_results
 from seenbefore.config import Settings
 from seenbefore.evaluation.external import category_cases
 from seenbefore.evaluation.runner import run_case
@@ -36,7 +39,7 @@ def precision(rankings: list[list[str]], relevant: list[frozenset[str]], k: int)
     ) / len(rankings)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -46,7 +49,7 @@ def main() -> int:
         default=REPO.parent / "shared/data/postmortems/graphrca_incidents.jsonl",
     )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/categories.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.data.exists():
         console.print(f"[red]{args.data} not found: the shared data is absent; pass --data[/]")
         return 2
@@ -54,6 +57,7 @@ def main() -> int:
     counts = Counter(c.tags[1] for c in cases)
     majority = max(counts.values()) / len(cases)
     results: dict[str, dict[str, float]] = {}
+    gate = ""
     with tempfile.TemporaryDirectory() as tmp:
         for family in ("minilm", "lsa"):
             kb = KnowledgeBase(Settings(home=Path(tmp) / family, embedder=family))  # type: ignore[arg-type]
@@ -61,11 +65,12 @@ def main() -> int:
                 kb.ingest([args.data], mapping=FieldMapping.parse("graphrca"))
             modes: list[tuple[str, str, float | None]] = [(f"dense ({family})", "dense", None)]
             if family == "minilm":
+                gate = kb.gate().reason
                 modes = [
                     ("sparse (BM25)", "sparse", None),
                     *modes,
                     ("RRF equal weights (MiniLM)", "hybrid", 0.5),
-                    (f"gated ({kb.gate().reason})", "hybrid", None),
+                    ("gated", "hybrid", None),
                 ]
             for name, mode, weight in modes:
                 runs = [run_case(kb, c, mode, tiers=TIERS, dense_weight=weight) for c in cases]
@@ -85,10 +90,17 @@ def main() -> int:
     for name, r in results.items():
         table.add_row(name, f"{r['p@1']:.3f}", f"{r['p@3']:.3f}", f"{r['latency_p50_ms']:.1f}")
     console.print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"queries": len(cases), "majority_share": majority, "modes": results}, indent=2)
-    )
+    console.print(f"gated: {gate}")
+    record: dict[str, Any] = {
+        **provenance("benchmarks/categories.py", argv),
+        "data": str(args.data),
+        "queries": len(cases),
+        "categories": len(counts),
+        "majority_share": majority,
+        "gate": gate,
+        "modes": results,
+    }
+    console.print(f"wrote {write_results(args.out, record)}")
     return 0
 
 

@@ -35,6 +35,10 @@ def _aws(mode: str, metric: str = "hit@1", split: str = "aws") -> float:
     return float(value)
 
 
+def _category(mode: str) -> float:
+    return float(_load("categories.json")["modes"][mode]["p@1"])
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -67,6 +71,25 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_precision"],
             _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_recall"],
         ),
+    ),
+    # graphrca leave-one-out by cause category, from benchmarks/categories.py
+    (
+        "graphrca queries and categories",
+        lambda: (
+            "precision@1 ({} real incidents over {} cause categories, majority class {:.3f}".format(
+                _load("categories.json")["queries"],
+                _load("categories.json")["categories"],
+                _load("categories.json")["majority_share"],
+            )
+        ),
+    ),
+    ("graphrca BM25", lambda: f"| BM25 {_category('sparse (BM25)'):.3f}, MiniLM"),
+    ("graphrca MiniLM", lambda: f", MiniLM {_category('dense (minilm)'):.3f}, LSA"),
+    ("graphrca LSA", lambda: f", LSA {_category('dense (lsa)'):.3f}, RRF"),
+    ("graphrca RRF equal", lambda: f"RRF equal {_category('RRF equal weights (MiniLM)'):.3f}, "),
+    (
+        "graphrca gated",
+        lambda: f"gated {_category('gated'):.3f} (`benchmarks/results/categories.json`)",
     ),
     # real incident text, from benchmarks/realtext.py --dense
     ("AWS Hit@1, default hybrid", lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**"),

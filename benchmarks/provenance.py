@@ -1,0 +1,64 @@
+"""Where a results file came from: the command as run, the git commit, the machine and the date.
+
+Every benchmark that writes JSON under benchmarks/results/ starts its record with
+``provenance("benchmarks/x.py", argv)`` and writes it with ``write_results``, so each file the
+README quotes says how to make it again (tests/test_readme_figures.py checks the ``command``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def commit() -> str:
+    """The checked-out commit, with ``+dirty`` when tracked files differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def machine() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {load:.1f} at start"
+    )
+
+
+def provenance(script: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The head of a results record: ``python <script> <args as given>``, commit, machine, date."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return {
+        "command": " ".join(["python", script, *args]),
+        "commit": commit(),
+        "machine": machine(),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_results(path: Path, record: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return path

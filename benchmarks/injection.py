@@ -9,15 +9,15 @@ positives: the fixture's benign SRE sentences, and every postmortem in examples/
 scanned as a whole file and chunk by chunk (``postmortem_from_markdown`` + ``chunk_postmortem``,
 the chunks retrieval hands to the investigator). Every flagged sample-KB excerpt is listed so a
 person can judge it. Also prints scan throughput (a figure only; nothing here asserts on time).
-Prints tables and writes benchmarks/results/injection.json.
+Prints tables and writes benchmarks/results/injection.json (with the command, commit and machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from provenance import provenance, write_results
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.textguard import KINDS, Finding, scan
@@ -124,11 +125,12 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     return {"kind": finding.kind, "start": finding.start, "excerpt": finding.excerpt}
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fixture", type=Path, default=FIXTURE)
     parser.add_argument("--kb", type=Path, default=SAMPLE_KB, help="folder of postmortem .md")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
     if not args.kb.is_dir():
         console.print(f"[red]knowledge base folder {args.kb} not found[/red]")
         return 2
@@ -181,9 +183,8 @@ def main() -> int:
     else:
         console.print("No sample-KB document or chunk was flagged.")
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"fixture": fixture, "sample_kb": kb}, indent=2) + "\n")
-    console.print(f"wrote {RESULTS.relative_to(ROOT)}")
+    record = {**provenance("benchmarks/injection.py", argv), "fixture": fixture, "sample_kb": kb}
+    console.print(f"wrote {write_results(args.out, record)}")
     return 0
 
 

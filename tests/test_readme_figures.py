@@ -39,6 +39,11 @@ def _category(mode: str) -> float:
     return float(_load("categories.json")["modes"][mode]["p@1"])
 
 
+def _injection() -> dict[str, Any]:
+    data: dict[str, Any] = _load("injection.json")
+    return data
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -90,6 +95,32 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
     (
         "graphrca gated",
         lambda: f"gated {_category('gated'):.3f} (`benchmarks/results/categories.json`)",
+    ),
+    # the prompt-injection scanner, from benchmarks/injection.py
+    (
+        "injection fixture caught",
+        lambda: "| {}/{} fixture variants caught with the right kind".format(
+            _injection()["fixture"]["detected_right_kind"], _injection()["fixture"]["variants"]
+        ),
+    ),
+    (
+        "injection known misses caught",
+        lambda: "; {}/{} documented known misses caught".format(
+            len(_injection()["fixture"]["known_misses_now_caught"]),
+            _injection()["fixture"]["known_misses"],
+        ),
+    ),
+    (
+        "injection benign flagged",
+        lambda: "; {}/{} benign sentences".format(
+            len(_injection()["fixture"]["benign_flagged"]), _injection()["fixture"]["benign"]
+        ),
+    ),
+    (
+        "injection sample-KB chunks flagged",
+        lambda: "and {}/{} sample-KB chunks flagged".format(
+            _injection()["sample_kb"]["chunks_flagged"], _injection()["sample_kb"]["chunks"]
+        ),
     ),
     # real incident text, from benchmarks/realtext.py --dense
     ("AWS Hit@1, default hybrid", lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**"),

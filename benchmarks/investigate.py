@@ -2,7 +2,8 @@
 
 Queries: the packaged golden cases (alert texts and on-call notes). Each investigation runs
 retrieval (query embedding included when the gate uses dense), gathers evidence and drafts with
-the offline reporter. Model load and index build happen before timing. Prints figures only.
+the offline reporter. Model load and index build happen before timing. Prints figures and
+writes benchmarks/results/investigate_<embedder>.json (command, commit, machine); never asserts.
 
     python benchmarks/investigate.py [--embedder minilm|lsa|none]
 """
@@ -10,16 +11,18 @@ the offline reporter. Model load and index build happen before timing. Prints fi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from provenance import RESULTS, provenance, write_results
 from seenbefore.config import Settings
 from seenbefore.evaluation.cases import load_cases
 from seenbefore.investigation.investigator import Investigator
@@ -31,14 +34,16 @@ REPO = Path(__file__).resolve().parents[1]
 console = Console()
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--embedder", default="minilm", choices=("minilm", "lsa", "none"))
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/investigate.json")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--out", type=Path, help="default: benchmarks/results/investigate_<embedder>.json"
+    )
+    args = parser.parse_args(argv)
     cases = load_cases()
     with tempfile.TemporaryDirectory() as tmp:
         kb = KnowledgeBase(Settings(home=Path(tmp), embedder=args.embedder))
@@ -74,10 +79,16 @@ def main() -> int:
         table.add_row(name, *(str(v) for v in rows[name].values()))
     console.print(table)
     console.print(f"gate: {gate}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"embedder": args.embedder, "gate": gate, "stages": rows}, indent=2)
-    )
+    record: dict[str, Any] = {
+        **provenance("benchmarks/investigate.py", argv),
+        "embedder": args.embedder,
+        "cases": len(cases),
+        "repeat": args.repeat,
+        "gate": gate,
+        "stages": rows,
+    }
+    out = args.out or RESULTS / f"investigate_{args.embedder}.json"
+    console.print(f"wrote {write_results(out, record)}")
     return 0
 
 

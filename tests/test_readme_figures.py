@@ -44,6 +44,10 @@ def _injection() -> dict[str, Any]:
     return data
 
 
+def _stage(embedder: str, stage: str, q: str) -> float:
+    return float(_load(f"investigate_{embedder}.json")["stages"][stage][q])
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -121,6 +125,21 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
         lambda: "and {}/{} sample-KB chunks flagged".format(
             _injection()["sample_kb"]["chunks_flagged"], _injection()["sample_kb"]["chunks"]
         ),
+    ),
+    # offline investigation latency, from benchmarks/investigate.py --embedder lsa|minilm
+    (
+        "investigation LSA p95",
+        lambda: f"LSA KB: p95 {_stage('lsa', 'end_to_end_ms', 'p95'):.1f} ms",
+    ),
+    (
+        "investigation MiniLM p50/p95/p99",
+        lambda: "MiniLM KB: p50 {:.0f} ms, p95 {:.0f} ms, p99 {:.0f} ms".format(
+            *(_stage("minilm", "end_to_end_ms", q) for q in ("p50", "p95", "p99"))
+        ),
+    ),
+    (
+        "investigation MiniLM query embedding p50",
+        lambda: f"query embedding (p50 {_stage('minilm', 'embed_ms', 'p50'):.0f} ms)",
     ),
     # real incident text, from benchmarks/realtext.py --dense
     ("AWS Hit@1, default hybrid", lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**"),

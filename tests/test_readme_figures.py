@@ -48,6 +48,11 @@ def _stage(embedder: str, stage: str, q: str) -> float:
     return float(_load(f"investigate_{embedder}.json")["stages"][stage][q])
 
 
+def _beir(configuration: str, key: str = "ndcg@10") -> float:
+    row = next(r for r in _load("beir.json")["results"] if r["configuration"] == configuration)
+    return float(row[key])
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -80,6 +85,44 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_precision"],
             _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_recall"],
         ),
+    ),
+    # BEIR SciFact, from benchmarks/beir.py --data ../shared/data/beir/scifact
+    (
+        "SciFact test queries",
+        lambda: f"nDCG@10 ({_load('beir.json')['test_queries']} test queries)",
+    ),
+    (
+        "SciFact BM25 and published",
+        lambda: "| BM25 {:.3f} (published {:.3f}); ".format(
+            _beir("BM25 unstemmed"), _beir("BM25 unstemmed", "published_ndcg@10")
+        ),
+    ),
+    (
+        "SciFact stemmed BM25 and Anserini",
+        lambda: "stemmed BM25 {:.3f} (Anserini {:.3f}: ".format(
+            _beir("BM25 stemmed"), _beir("BM25 stemmed", "published_ndcg@10")
+        ),
+    ),
+    (
+        "SciFact MiniLM and MTEB",
+        lambda: "MiniLM {:.3f} (MTEB {:.3f}); ".format(
+            _beir("MiniLM"), _beir("MiniLM", "published_ndcg@10")
+        ),
+    ),
+    ("SciFact LSA", lambda: f"; LSA {_beir('LSA-128'):.3f}; "),
+    ("SciFact RRF equal", lambda: f"RRF equal weights {_beir('RRF equal w=0.5'):.3f}; "),
+    ("SciFact gated", lambda: f"**gated {_beir('RRF gated'):.3f}** (dense weight "),
+    (
+        "SciFact gate weight and train queries",
+        lambda: "(dense weight {:g} chosen by {}-fold CV on the {} train queries)".format(
+            _load("beir.json")["gate"]["dense_weight"],
+            _load("beir.json")["gate"]["evidence"]["folds"],
+            _load("beir.json")["gate"]["evidence"]["cases"],
+        ),
+    ),
+    (
+        "SciFact LanceDB",
+        lambda: f"above LanceDB's hybrid {_beir('RRF gated', 'published_ndcg@10'):.3f}",
     ),
     # graphrca leave-one-out by cause category, from benchmarks/categories.py
     (

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -21,6 +22,10 @@ from seenbefore.types import DEFAULT_TIER
 # the sampled investigation log, <home>/logs/<this> (written by the service's sampler, purged of
 # a deleted postmortem's text by seenbefore.lifecycle)
 SAMPLED_LOG_NAME = "investigations.jsonl"
+
+# the built-in choices of the `embedder` setting; any other name is a plugin embedder's
+BUILTIN_EMBEDDERS = ("auto", "minilm", "lsa", "none")
+EMBEDDER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
 class Settings(BaseSettings):
@@ -35,8 +40,16 @@ class Settings(BaseSettings):
     tiers: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(DEFAULT_TIER,), description="caller's access tiers"
     )
-    embedder: Literal["auto", "minilm", "lsa", "none"] = Field(
-        default="auto", description="dense embedder: MiniLM if loadable, else LSA"
+    embedder: str = Field(
+        default="auto",
+        description="dense embedder: auto (MiniLM if loadable, else LSA, else sparse-only), "
+        "minilm, lsa, none, or the name of an embedder plugin (entry-point group "
+        "seenbefore.embedders, e.g. the built-in hashing)",
+    )
+    embedder_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="options passed to a plugin embedder's factory ([embedder_options] table, "
+        "or SEENBEFORE_EMBEDDER_OPTIONS='{\"dim\": 64}')",
     )
     stem: bool = Field(
         default=False, description="Porter-stem BM25 terms (helped SciFact, hurt incidents)"
@@ -90,6 +103,21 @@ class Settings(BaseSettings):
     notify: dict[str, Any] = Field(
         default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
     )
+
+    @field_validator("embedder", mode="before")
+    @classmethod
+    def _embedder_name(cls, value: Any) -> Any:
+        # which names exist is known only once plugins are scanned (the knowledge base does it,
+        # and its error lists them); here only the shape of a name
+        if isinstance(value, str):
+            name = value.strip().lower()
+            if not EMBEDDER_NAME.fullmatch(name):
+                raise ValueError(
+                    "expected auto, minilm, lsa, none or a plugin embedder's name "
+                    "(letters, digits, '-', '_', '.')"
+                )
+            return name
+        return value
 
     @field_validator(
         "tiers", "llm_allowed_hosts", "llm_local_only_tiers", "service_tiers", mode="before"

@@ -4,6 +4,7 @@
 
     SeenbeforeError                 base: every error the package raises on purpose
     ├── ConfigError                 bad settings or environment
+    │   └── MissingExtraError       an optional dependency (a pip extra) is not installed
     ├── InputError                  bad input from a user (CLI argument, query, request body)
     │   └── MappingError            a JSONL field mapping that does not fit the records
     ├── PostmortemInvalid           a postmortem failed validation (it goes to quarantine)
@@ -33,6 +34,23 @@ class ConfigError(SeenbeforeError):
     """Settings or environment are not usable."""
 
     exit_code = 2
+
+
+class MissingExtraError(ConfigError):
+    """What was asked for needs an optional dependency that is not installed.
+
+    ``purpose`` is what was asked for, ``package`` the distribution that is missing and
+    ``extra`` the seenbefore extra that installs it (``pip install 'seenbefore[extra]'``)."""
+
+    def __init__(self, purpose: str, package: str, extra: str, detail: str = "") -> None:
+        because = f" ({detail})" if detail else ""
+        super().__init__(
+            f"{purpose} needs {package}, which is not installed{because}; install the "
+            f"'{extra}' extra: pip install 'seenbefore[{extra}]'"
+        )
+        self.purpose = purpose
+        self.package = package
+        self.extra = extra
 
 
 class InputError(SeenbeforeError):

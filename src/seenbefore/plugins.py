@@ -40,6 +40,7 @@ from seenbefore.errors import ConfigError
 if TYPE_CHECKING:
     import httpx
 
+    from seenbefore.config import Settings
     from seenbefore.investigation.llm import LLM
     from seenbefore.notify.base import Notifier
     from seenbefore.retrieval.embedders import Embedder
@@ -94,7 +95,7 @@ GROUPS: dict[str, Group] = {
     EMBEDDERS: Group(
         EMBEDDERS,
         "embedder",
-        "the embedder name",
+        "the embedder setting (SEENBEFORE_EMBEDDER)",
         {
             "minilm": "seenbefore.plugins:minilm_embedder",
             "hashing": "seenbefore.plugins:hashing_embedder",
@@ -237,6 +238,30 @@ def llm_client_factory(name: str) -> LLMClientFactory:
     return factory
 
 
+def configured_embedder(settings: Settings) -> Embedder | None:
+    """The plugin embedder the ``embedder`` setting names, built with ``embedder_options``; None
+    for the built-in choices (auto, minilm, lsa, none), which the knowledge base resolves."""
+    from seenbefore.config import BUILTIN_EMBEDDERS
+    from seenbefore.retrieval.embedders import Embedder
+
+    name, options = settings.embedder, settings.embedder_options
+    if name in BUILTIN_EMBEDDERS:
+        if options:
+            raise ConfigError(
+                f"embedder_options {sorted(options)} are set but the embedder setting is "
+                f"{name!r}, which takes none; they are passed to a plugin embedder only. Unset "
+                "them, or name the plugin in SEENBEFORE_EMBEDDER"
+            )
+        return None
+    embedder: object = embedder_factory(name)(options)
+    if not isinstance(embedder, Embedder):
+        raise ConfigError(
+            f"embedder plugin {name!r} built a {type(embedder).__name__}, which lacks the "
+            "Embedder protocol (name, dim, embed(texts)); fix the plugin's factory"
+        )
+    return embedder
+
+
 # -- built-in embedder factories (LSA is fitted on the corpus by the knowledge base, so it is
 #    not built from options and is not registered here) -------------------------------------
 
@@ -256,7 +281,7 @@ def minilm_embedder(options: Mapping[str, Any]) -> Embedder:
     if embedder is None:
         raise ConfigError(
             f"the minilm embedder cannot be loaded ({neural_failure()}); install the neural "
-            "extra (torch==2.13.0 first, then pip install -e '.[neural]')"
+            "extra: pip install torch==2.13.0 (CPU) first, then pip install 'seenbefore[neural]'"
         )
     return embedder
 

@@ -13,23 +13,18 @@ import sys
 
 from seenbefore.cli.common import caller_tiers, err_console, settings
 from seenbefore.cli.search import TierOption
-from seenbefore.errors import ConfigError
+from seenbefore.extras import requires
 
 TOKEN_ENV = "SEENBEFORE_MCP_TOKEN"
 
 
 def mcp(tier: TierOption = None) -> None:
     """Serve the incident memory to AI agents over stdio (Model Context Protocol)."""
-    try:
+    with requires("server", "`seenbefore mcp` (the MCP server)"):
         from seenbefore.mcp.server import build_server, fixed_caller
-    except ImportError as exc:
-        raise ConfigError(
-            f"the MCP server needs the `mcp` package ({exc.name} is missing); "
-            "`pip install 'seenbefore[server]'` installs it"
-        ) from exc
+        from seenbefore.service.app import close_state, new_state, open_state
+        from seenbefore.service.deps import ready
     from seenbefore.security.tokens import Principal
-    from seenbefore.service.app import close_state, new_state, open_state
-    from seenbefore.service.deps import ready
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout is the protocol's
     cfg = settings()

@@ -18,7 +18,8 @@ from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, se
 from seenbefore.cli.investigate import render_draft, requests_from
 from seenbefore.cli.search import TierOption
 from seenbefore.cli.security import record_local
-from seenbefore.errors import ConfigError, InputError
+from seenbefore.errors import InputError
+from seenbefore.extras import requires
 from seenbefore.investigation.reporter import Draft
 from seenbefore.review.models import DismissReason, DraftEdits, Review
 from seenbefore.security.tokens import Principal, local_principal
@@ -35,13 +36,8 @@ JsonOption = Annotated[bool, typer.Option("--json")]
 
 @contextmanager
 def _workflow(tier: list[str] | None) -> Iterator[tuple[ReviewWorkflow, Principal]]:
-    try:
+    with requires("server", "the review workflow (LangGraph)"):
         from seenbefore.review.workflow import ReviewWorkflow
-    except ImportError as exc:
-        raise ConfigError(
-            f"the review workflow cannot load ({exc}); install it with "
-            "pip install 'seenbefore[server]'"
-        ) from exc
     cfg = settings()
     principal = local_principal(caller_tiers(tier, cfg))
     with open_kb(cfg) as kb, ReviewWorkflow(kb, cfg) as workflow:

@@ -24,6 +24,7 @@ import typer
 from seenbefore.cli.common import console, err_console, settings
 from seenbefore.config import Settings
 from seenbefore.errors import StoreError
+from seenbefore.extras import requires
 from seenbefore.kb import KnowledgeBase
 from seenbefore.storage.factory import open_store
 
@@ -116,6 +117,10 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> None:
     """Run the HTTP API and the web review queue (http://127.0.0.1:8000/ by default)."""
+    with requires("server", "`seenbefore serve` (the HTTP service and review queue)"):
+        import uvicorn  # noqa: F401  (checked before the store is opened or bootstrapped)
+
+        import seenbefore.service.app  # noqa: F401
     cfg = settings()
     overrides = {"serve_host": host, "serve_port": port}
     cfg = cfg.model_copy(update={k: v for k, v in overrides.items() if v is not None})

@@ -18,6 +18,7 @@ import numpy as np
 
 from seenbefore.detection.features import Array, window_features
 from seenbefore.errors import InputError
+from seenbefore.extras import requires
 
 FORMAT = 1
 
@@ -85,7 +86,8 @@ class WindowIsolationForest:
         return arr
 
     def fit(self, X: Any, y: Any = None) -> WindowIsolationForest:
-        from sklearn.ensemble import IsolationForest
+        with requires("detect", "the IsolationForest detector"):
+            from sklearn.ensemble import IsolationForest
 
         arr = self._check(X)
         if len(arr) < 2 * self.lag + 5:

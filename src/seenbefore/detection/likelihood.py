@@ -26,10 +26,10 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import erfc
 
 from seenbefore.detection.features import Array
 from seenbefore.errors import InputError
+from seenbefore.extras import requires
 
 MEAN_FLOOR = 0.03
 VARIANCE_FLOOR = 0.0003
@@ -105,6 +105,9 @@ class AnomalyLikelihood:
         v = None if values is None else np.asarray(values, dtype=np.float64)
         if v is not None and v.shape != r.shape:
             raise InputError(f"values of shape {v.shape} do not match raw scores {r.shape}")
+        with requires("detect", "the anomaly likelihood (a Gaussian tail)"):
+            from scipy.special import erfc
+
         n = len(r)
         avg = moving_average(r, max(1, self.averaging_window))
         tail = np.full(n, 0.5)

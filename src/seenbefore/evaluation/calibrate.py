@@ -22,6 +22,7 @@ from seenbefore.core.confidence import (
 from seenbefore.core.trust import FusionWeights, choose_weight
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
+from seenbefore.extras import requires
 from seenbefore.kb import KnowledgeBase
 
 L2 = 0.01
@@ -30,7 +31,8 @@ Vector = npt.NDArray[np.float64]
 
 def fit_logistic_nonnegative(x: Vector, y: Vector) -> tuple[Vector, float]:
     """Logistic regression with weights >= 0 (bias free), L2-regularised, by L-BFGS-B."""
-    from scipy.optimize import minimize
+    with requires("calibrate", "fitting a confidence model (L-BFGS-B)"):
+        from scipy.optimize import minimize
 
     n, d = x.shape
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seenbefore.core.confidence import auroc, brier, expected_calibration_error
+from seenbefore.extras import requires
 from seenbefore.retrieval.tokenize import query_terms
 
 IR_METRICS = ("hit_rate@1", "hit_rate@3", "mrr")
@@ -16,7 +17,8 @@ def ir_metrics(
     rankings: Mapping[str, Sequence[str]], relevant: Mapping[str, frozenset[str]]
 ) -> dict[str, float]:
     """Hit@1, Hit@3 and MRR over the cases that have relevant documents (via ranx)."""
-    from ranx import Qrels, Run, evaluate
+    with requires("eval", "IR metrics (ranx)"):
+        from ranx import Qrels, Run, evaluate
 
     ids = [q for q, rel in relevant.items() if rel]
     if not ids:

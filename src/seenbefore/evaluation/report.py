@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from seenbefore.evaluation.harness import EvalReport
+from seenbefore.extras import requires
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("hit@1", "Hit@1"),
@@ -120,10 +121,11 @@ def misses(report: EvalReport, mode: str, titles: Mapping[str, str]) -> list[dic
 
 
 def reliability_png(report: EvalReport, path: Path, bins: int = 10) -> None:
-    import matplotlib
+    with requires("eval", "the reliability plot (matplotlib)"):
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 5))
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfectly calibrated")

@@ -166,7 +166,7 @@ def build_suite(
         if progress:
             progress(f"building the {name} knowledge base")
         kb = KnowledgeBase(
-            Settings(home=workdir / name, embedder=name),  # type: ignore[arg-type]
+            Settings(home=workdir / name, embedder=name),
             embedder=explicit,
         )
         if name == "minilm":

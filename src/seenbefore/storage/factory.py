@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from seenbefore.config import Settings
 from seenbefore.errors import ConfigError
+from seenbefore.extras import requires
 from seenbefore.storage.base import Store
 from seenbefore.storage.sqlite import SQLiteStore
 
@@ -19,14 +20,9 @@ if TYPE_CHECKING:
 
 
 def _postgres(url: str, settings: Settings) -> PostgresStore:
-    try:
+    with requires("postgres", "SEENBEFORE_DATABASE_URL=postgresql://... (the PostgreSQL store)"):
         from seenbefore.storage.pg_pool import PgOptions
         from seenbefore.storage.postgres import PostgresStore
-    except ImportError as exc:
-        raise ConfigError(
-            f"SEENBEFORE_DATABASE_URL selects PostgreSQL, but its driver is missing ({exc});"
-            " install the extra: pip install 'seenbefore[postgres]'"
-        ) from exc
     return PostgresStore(
         url,
         options=PgOptions(

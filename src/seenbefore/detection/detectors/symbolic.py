@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import chi2
 
 from seenbefore.detection.detectors.base import StreamDetector, probation_range
 from seenbefore.detection.features import Array
+from seenbefore.extras import requires
 
 
 def quantise(x: Array, probation: int, bins: int) -> npt.NDArray[np.int64]:
@@ -109,6 +109,9 @@ class RelativeEntropy(StreamDetector):
         q = np.clip(_bins(x, self.probation, self.bins), -1, self.bins) + 1
         symbols = q.astype(np.int64)
         categories = self.bins + 2
+        with requires("detect", "the symbolic (chi-squared) detector"):
+            from scipy.stats import chi2
+
         threshold = float(chi2.isf(self.significance, categories - 1))
         counts = np.bincount(symbols[:w], minlength=categories).astype(np.float64)
         hypotheses = np.zeros((0, categories))

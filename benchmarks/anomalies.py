@@ -9,6 +9,7 @@ Prints type Hit@1 per retrieval mode (BM25, MiniLM, the structured signals retri
 weighted RRF fusions), then chooses the anomaly profile's weights by 5-fold cross-validation
 (signals weight with dense off, then dense weight on top, kept only if it gains > 0.01 held out),
 fits the anomaly confidence model on even seeds and reports it on odd seeds.
+Writes the figures to benchmarks/results/anomalies.json (command, commit, machine, date);
 ``--write`` stores the profile and the model in src/seenbefore/retrieval/defaults.json.
 
     python benchmarks/anomalies.py --seeds 16 [--write]
@@ -24,12 +25,14 @@ import json
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from provenance import provenance, write_results
 from seenbefore.config import Settings
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.core.trust import choose_weight_cv
@@ -53,9 +56,10 @@ TIERS = ("general",)
 console = Console(width=150)
 
 
-def load_records(seeds: int, cache_dir: Path) -> list[dict[str, Any]]:
+def load_records(seeds: int, cache_dir: Path, fresh: bool = False) -> list[dict[str, Any]]:
     cache = cache_dir / f"anomaly_cases_{seeds}.json"
-    if cache.exists():
+    if cache.exists() and not fresh:
+        console.print(f"detected anomalies read from {cache} (--fresh to simulate again)")
         return list(json.loads(cache.read_text()))
     with console.status(f"simulating and detecting {seeds} seeds x 7 scenarios") as status:
         records = generate(
@@ -82,7 +86,7 @@ def type_hit(ranking: list[str], case: AnomalyCase) -> int:
     return int(bool(ranking) and ranking[0] in case.case.relevant)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -90,8 +94,11 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="update the shipped defaults")
     parser.add_argument("--out", type=Path, default=REPO / "src/seenbefore/retrieval/defaults.json")
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks/results")
-    args = parser.parse_args()
-    records = load_records(args.seeds, args.results / "cache")
+    parser.add_argument(
+        "--fresh", action="store_true", help="simulate and detect again, ignoring the cache"
+    )
+    args = parser.parse_args(argv)
+    records = load_records(args.seeds, args.results / "cache", args.fresh)
     with tempfile.TemporaryDirectory() as tmp:
         kb = build_kb(Path(tmp) / "kb", args.results / "cache/embeddings.sqlite")
         cases = cases_from(records, kb)
@@ -136,11 +143,17 @@ def main() -> int:
             "BM25 + signals (1 : 0.5)": {"sparse": 1.0, "signals": 0.5},
             "BM25 + MiniLM 0.3 + signals 0.5": {"sparse": 0.7, "dense": 0.3, "signals": 0.5},
         }
+        rankings: dict[str, dict[str, Any]] = {}
+
+        def type_row(name: str, weights: dict[str, float]) -> None:
+            per = {k: hit_at_1(weights, [c for c in precedent if c.kind == k]) for k in kinds}
+            rankings[name] = {"weights": weights, "all": hit_at_1(weights, precedent), **per}
+            table.add_row(name, f"{rankings[name]['all']:.3f}", *(f"{v:.2f}" for v in per.values()))
+
         for name, weights in shown.items():
             if "dense" in weights and not kb.store.embedder_info():
                 continue
-            per = [hit_at_1(weights, [c for c in precedent if c.kind == k]) for k in kinds]
-            table.add_row(name, f"{hit_at_1(weights, precedent):.3f}", *(f"{v:.2f}" for v in per))
+            type_row(name, weights)
         console.print(table)
 
         signals_choice = choose_weight_cv(
@@ -162,6 +175,16 @@ def main() -> int:
             )
             w_dense = dense_choice.dense
             console.print(f"dense weight on anomalies {w_dense}: {dense_choice.source}")
+        table = Table(title="the chosen anomaly profile (weights chosen on these same cases)")
+        table.add_column("ranking")
+        table.add_column("all", justify="right")
+        for kind in kinds:
+            table.add_column(kind, justify="right")
+        profile = {"sparse": 1.0 - w_dense, "signals": w_signals}
+        if w_dense:
+            profile["dense"] = w_dense
+        type_row("profile", profile)
+        console.print(table)
 
         # confidence for anomaly queries: positives and leave-type-out / no-precedent negatives
         everything = cases + leave_type_out(cases)
@@ -224,6 +247,36 @@ def main() -> int:
             + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in sorted(per_kind.items()))
         )
         family = kb.dense_family()
+        record: dict[str, Any] = {
+            **provenance("benchmarks/anomalies.py", argv),
+            "caveat": CAVEAT,
+            "seeds": args.seeds,
+            "cases": len(cases),
+            "precedent_cases": len(precedent),
+            "embedder": family,
+            "type_hit_at_1": rankings,
+            "profile": {
+                "signals": w_signals,
+                "dense": w_dense,
+                "signals_choice": {
+                    "source": signals_choice.source,
+                    "evidence": dict(signals_choice.evidence),
+                },
+                "dense_choice": (
+                    {"source": dense_choice.source, "evidence": dict(dense_choice.evidence)}
+                    if dense_choice
+                    else None
+                ),
+            },
+            "confidence": {
+                "fitted_on": model.source,
+                "held_out_odd_seeds": held,
+            },
+            "reported_right_all_seeds": {
+                k: {"right": sum(v), "cases": len(v)} for k, v in sorted(per_kind.items())
+            },
+        }
+        console.print(f"wrote {write_results(args.results / 'anomalies.json', record)}")
         kb.close()
 
     if args.write:

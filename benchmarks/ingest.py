@@ -13,7 +13,6 @@ stops after ``--budget`` seconds and the table's ``n`` column says how many quer
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sqlite3
@@ -29,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from corpora import alert_length, chunk_counts, plan, scifact_markdown, scifact_queries
+from provenance import provenance, write_results
 from seenbefore.cli.ingest import progress_bar
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.ingest import Ingestor
@@ -172,7 +172,7 @@ def bench_scifact(
     return {"copies": copies, "ingest": ingest, "search": search}
 
 
-def machine() -> dict[str, Any]:
+def environment() -> dict[str, Any]:
     return {
         "nproc": os.cpu_count(),
         "python": sys.version.split()[0],
@@ -217,10 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--queries", type=int, default=300, help="cap on SciFact queries")
     parser.add_argument("--budget", type=float, default=120, help="max seconds per search run")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results: dict[str, Any] = {
-        "machine": machine(),
+        **provenance("benchmarks/ingest.py", argv),
+        "environment": environment(),
         "args": {k: str(v) for k, v in vars(args).items()},
         "corpora": {},
     }
@@ -246,13 +248,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
     ingest, search = tables(results)
     console.print(ingest, search)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    m = results["machine"]
-    console.print(
-        f"nproc {m['nproc']}, Python {m['python']}, SQLite {m['sqlite']}; wrote "
-        f"{RESULTS.relative_to(ROOT)}"
-    )
+    out = write_results(args.out, results)
+    m = results["environment"]
+    console.print(f"nproc {m['nproc']}, Python {m['python']}, SQLite {m['sqlite']}; wrote {out}")
     return 0
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seenbefore.cli.common import (
@@ -103,8 +104,8 @@ def stats(
         "fallback_reason",
         "confidence_model",
     ):
-        if payload.get(key) is not None:
-            table.add_row(key, str(payload[key]))
+        if payload.get(key) is not None:  # escaped: 'seenbefore[lsa]' in a reason is not markup
+            table.add_row(key, escape(str(payload[key])))
     console.print(table)
 
 

@@ -22,7 +22,12 @@ from seenbefore.evaluation.harness import Pipeline, PipelineOutput, kb_pipeline
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.ingest import discover
 from seenbefore.retrieval.cache import CachingEmbedder
-from seenbefore.retrieval.embedders import Embedder, load_neural_embedder, neural_failure
+from seenbefore.retrieval.embedders import (
+    Embedder,
+    load_neural_embedder,
+    lsa_unavailable,
+    neural_failure,
+)
 
 EMBEDDERS = ("minilm", "lsa")
 
@@ -163,6 +168,9 @@ def build_suite(
                 suite.notes.append(f"MiniLM modes skipped: {neural_failure()}")
                 continue
             explicit = CachingEmbedder(neural, cache)
+        if name == "lsa" and (why := lsa_unavailable()):
+            suite.notes.append(f"LSA modes skipped: {why}")
+            continue
         if progress:
             progress(f"building the {name} knowledge base")
         kb = KnowledgeBase(
@@ -175,8 +183,12 @@ def build_suite(
         if report.quarantined:
             suite.notes.append(f"{len(report.quarantined)} documents quarantined while building")
         suite.kbs[name] = kb
-    if not suite.kbs:
-        raise InputError("no embedder could be used; see the notes above")
+    if not suite.kbs:  # no dense embedder is installed (a plain install): sparse modes only
+        if progress:
+            progress("building a sparse-only knowledge base (no dense embedder installed)")
+        kb = KnowledgeBase(Settings(home=workdir / "none", embedder="none"))
+        kb.ingest(sources)
+        suite.kbs["none"] = kb
     first = next(iter(suite.kbs.values()))
     rows = first.store.document_rows()
     suite.tiers = tuple(sorted(set(rows.tiers))) or ("general",)

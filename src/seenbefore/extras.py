@@ -88,6 +88,18 @@ def requires(extra: str, purpose: str) -> Iterator[None]:
         raise MissingExtraError(purpose, PACKAGES[top], extra, detail) from exc
 
 
+def missing(extra: str, purpose: str, *modules: str) -> str | None:
+    """The ``MissingExtraError`` message for the first of ``modules`` that is not installed, or
+    None when all are: for paths that skip what they cannot do and say why, instead of failing."""
+    if extra not in EXTRAS:
+        raise ValueError(f"extra {extra!r} is not one of {sorted(EXTRAS)}")
+    for module in modules:
+        if not available(module):
+            package = PACKAGES.get(module.partition(".")[0], module)
+            return str(MissingExtraError(purpose, package, extra))
+    return None
+
+
 def available(*modules: str) -> bool:
     """Whether every top-level module can be found, without importing any of them."""
     for module in modules:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from seenbefore.cli import admin, detect, evaluate, ingest, investigate, migrate, search, serve
@@ -23,7 +24,8 @@ class _ErrorMappingGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except SeenbeforeError as exc:
-            err_console.print(f"[red]error:[/] {exc}", soft_wrap=True, markup=True)
+            # escaped: a message's own brackets (pip install 'seenbefore[lsa]') are not markup
+            err_console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True, markup=True)
             raise typer.Exit(exc.exit_code) from None
 
 

@@ -22,11 +22,16 @@ from seenbefore.core.confidence import (
 from seenbefore.core.trust import FusionWeights, choose_weight
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
-from seenbefore.extras import requires
+from seenbefore.extras import missing, requires
 from seenbefore.kb import KnowledgeBase
 
 L2 = 0.01
 Vector = npt.NDArray[np.float64]
+
+
+def calibration_unavailable() -> str | None:
+    """Why confidence models cannot be fitted here (scipy, the ``calibrate`` extra, is missing)."""
+    return missing("calibrate", "fitting a confidence model (L-BFGS-B)", "scipy")
 
 
 def fit_logistic_nonnegative(x: Vector, y: Vector) -> tuple[Vector, float]:

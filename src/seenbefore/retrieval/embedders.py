@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import ConfigError
-from seenbefore.extras import available, requires
+from seenbefore.extras import missing, requires
 from seenbefore.retrieval.onnx_minilm import OnnxMiniLMEmbedder, hub_offline
 from seenbefore.retrieval.tokenize import tokenize
 
@@ -238,9 +238,5 @@ def neural_failure() -> str | None:
 def lsa_unavailable() -> str | None:
     """Why LSA cannot be fitted here (scikit-learn, the ``lsa`` extra, is not installed), or None.
     A fitted LSA still embeds queries without it."""
-    if available("sklearn"):
-        return None
-    return (
-        "LSA is not fitted: fitting it needs scikit-learn, which is not installed (pip install "
-        "'seenbefore[lsa]'); search is sparse-only"
-    )
+    why = missing("lsa", "fitting the LSA embedder (TF-IDF + TruncatedSVD)", "sklearn")
+    return None if why is None else f"no dense vectors, search is sparse-only: {why}"

@@ -41,7 +41,7 @@ from seenbefore.retrieval.embedders import load_neural_embedder, neural_failure
 REPO = Path(__file__).resolve().parents[1]
 HELD_OUT = ("Security", "Memory", "Cloud", "CI-CD", "Configuration")
 ALL_TIERS = ("general", "restricted", "security")
-console = Console()
+console = Console(width=200)  # whole figures in a log, not "0.94…"
 
 
 def build(
@@ -168,6 +168,13 @@ def main() -> int:
             for _, kb, *_ in sets:
                 kb.close()
     console.print(table)
+    # what other scripts fitted into the same file (the anomaly profile and its confidence,
+    # benchmarks/anomalies.py) is kept as it was
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for key, value in previous.get("confidence", {}).items():
+        defaults["confidence"].setdefault(key, value)
+    for key, value in previous.items():
+        defaults.setdefault(key, value)
     args.out.write_text(json.dumps(defaults, indent=2, sort_keys=True) + "\n")
     console.print(f"wrote {args.out}")
     return 0

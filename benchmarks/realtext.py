@@ -8,6 +8,10 @@ Dev sets (every one ranked by our modes and by rank_bm25 / bm25s, same process, 
     ``aws-novelty``: the same queries against a KB holding half the events (seeded): a query whose
     event was left out has no precedent. Its confidence model is the KB's own self-calibration
     (evaluation/selfcal.py: fitted on cases the KB makes from itself, no labels from the task).
+    ``aws-novelty-seeds``: the sparse default over --novelty-seeds different halves (how much one
+    split moves), with how many left-out events have a twin posted within the hour in the KB.
+    ``signal_ceiling``: a diagnostic, the AUROC a logistic model over the same signals reaches
+    when fitted on the task's own labels (5-fold CV) -- what refitting could give at best.
   * graphrca: category cases as in benchmarks/fit_defaults.py (held-out categories are novel).
   * sample-kb: the packaged golden cases against examples/postmortems.
 Peers see each document's whole text (front matter + body, chunk overlaps removed). Our modes:
@@ -19,6 +23,7 @@ benchmarks/results/realtext.json with the command, commit and machine.
 from __future__ import annotations
 
 import argparse
+import bisect
 import datetime as dt
 import json
 import platform
@@ -191,20 +196,106 @@ def our_modes(dense: bool) -> dict[str, SearchOptions]:
     return modes
 
 
+def signal_ceiling(cases: Sequence[Case], runs: dict[str, CaseRun]) -> dict[str, Any]:
+    """Diagnostic, not used by seenbefore: the AUROC for "has a precedent" that a logistic model
+    over the same confidence signals reaches when fitted WITH THE TASK'S OWN LABELS (5-fold
+    cross-validated). It bounds what refitting the confidence on these signals could give."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    names = sorted({k for c in cases for k in runs[c.id].signals})
+    x = np.array([[runs[c.id].signals.get(k, 0.0) for k in names] for c in cases])
+    y = np.array([int(not c.expect_novel) for c in cases])
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    model = LogisticRegression(max_iter=5000)
+    p = cross_val_predict(model, x, y, cv=folds, method="predict_proba")[:, 1]
+    return {
+        "auroc_precedent_cv_with_task_labels": round(float(roc_auc_score(y, p)), 4),
+        "signals": names,
+        "note": "diagnostic upper bound: fitted on the task's labels, never shipped",
+    }
+
+
 def measure(name: str, kb: KnowledgeBase, cases: list[Case], dense: bool) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     ids, texts = document_texts(kb)
+    ceiling: dict[str, Any] = {}
     for mode, options in our_modes(dense).items():
         started = time.perf_counter()
         runs = {c.id: timed_search(kb, c, c.query, tiers=TIERS, options=options) for c in cases}
         row = ir(cases, {c: r.ranking for c, r in runs.items()})
         if any(c.expect_novel for c in cases) or name.startswith("aws"):
             row["novelty"] = novelty(cases, runs)
+        if "default" in mode and any(c.expect_novel for c in cases):
+            ceiling[mode] = signal_ceiling(cases, runs)
         row["seconds"] = round(time.perf_counter() - started, 2)
         rows[mode] = row
     for peer, rank in peer_rankers(ids, texts).items():
         rows[peer] = ir(cases, {c.id: rank(c) for c in cases})
-    return {"documents": len(ids), "cases": len(cases), "modes": rows}
+    out: dict[str, Any] = {"documents": len(ids), "cases": len(cases), "modes": rows}
+    if ceiling:
+        out["signal_ceiling"] = ceiling
+    return out
+
+
+def novelty_split(events: Sequence[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """The events a novelty KB keeps: half of them, shuffled by ``seed``."""
+    keep = list(events)
+    random.Random(seed).shuffle(keep)
+    return keep[: len(keep) // 2]
+
+
+def cross_posted(events: Sequence[dict[str, Any]], keep: Sequence[dict[str, Any]]) -> int:
+    """Left-out events with a kept event first posted within an hour of them: often the same
+    outage posted under two service names (S3 and "Multiple services", Sign-In and Console),
+    so a "no precedent" label that the KB can in fact answer."""
+    kept = sorted(int(e["date"]) for e in keep)
+    ids = {e["id"] for e in keep}
+    count = 0
+    for e in events:
+        if e["id"] in ids:
+            continue
+        t = int(e["date"])
+        i = bisect.bisect_left(kept, t - 3600)
+        count += i < len(kept) and kept[i] <= t + 3600
+    return count
+
+
+def novelty_seeds(
+    root: Path, events: Sequence[dict[str, Any]], seeds: int, cache: Path
+) -> dict[str, Any]:
+    """The sparse default's novelty figures over ``seeds`` different halves (sparse-only KBs,
+    each self-calibrated on its own): how much one split's figures move."""
+    per_seed: dict[str, Any] = {}
+    for seed in range(seeds):
+        keep = novelty_split(events, seed)
+        folder = root / f"seed{seed}-docs"
+        folder.mkdir()
+        for e in keep:
+            (folder / f"{e['id']}.md").write_text(aws_markdown(e), encoding="utf-8")
+        kb = build_kb(root / f"seed{seed}", [folder], None, False, cache)
+        cases = aws_cases(events, {e["id"] for e in keep})
+        options = our_modes(False)["ours sparse, whole document (default)"]
+        runs = {c.id: timed_search(kb, c, c.query, tiers=TIERS, options=options) for c in cases}
+        row = ir(cases, {c: r.ranking for c, r in runs.items()})
+        row["novelty"] = novelty(cases, runs)
+        row["left_out_cross_posted_within_1h"] = cross_posted(events, keep)
+        per_seed[str(seed)] = row
+        kb.close()
+    summary: dict[str, Any] = {}
+    for key in ("auroc_precedent", "novel_precision", "novel_recall", "ece"):
+        values = [r["novelty"][key] for r in per_seed.values() if r["novelty"][key] is not None]
+        mean = sum(values) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
+        summary[key] = {
+            "mean": round(mean, 4),
+            "sd": round(sd, 4),
+            "min": min(values),
+            "max": max(values),
+        }
+    return {"mode": "ours sparse, whole document (default)", "seeds": per_seed, "summary": summary}
 
 
 def show(name: str, result: dict[str, Any]) -> None:
@@ -258,6 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "seenbefore-emb.sqlite"
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "realtext.json")
+    parser.add_argument(
+        "--novelty-seeds",
+        type=int,
+        default=5,
+        help="also the sparse default's novelty figures over this many halves (1: only seed 0)",
+    )
     args = parser.parse_args(argv)
     aws_path = args.shared / "postmortems" / "aws_status_events.jsonl"
     graphrca = args.shared / "postmortems" / "graphrca_incidents.jsonl"
@@ -272,10 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in ("aws", "aws-novelty"):
             if name not in wanted:
                 continue
-            keep = list(events)
-            if name == "aws-novelty":
-                random.Random(0).shuffle(keep)
-                keep = keep[: len(keep) // 2]
+            keep = novelty_split(events, 0) if name == "aws-novelty" else list(events)
             folder = root / f"{name}-docs"
             folder.mkdir()
             for e in keep:
@@ -285,8 +379,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases = aws_cases(events, {e["id"] for e in keep})
             results[name] = measure(name, kb, cases, args.dense)
             results[name]["self_calibration"] = calibration
+            if name == "aws-novelty":
+                results[name]["left_out_cross_posted_within_1h"] = cross_posted(events, keep)
             show(name, results[name])
             kb.close()
+        if "aws-novelty" in wanted and args.novelty_seeds > 1:
+            results["aws-novelty-seeds"] = novelty_seeds(
+                root, events, args.novelty_seeds, args.cache
+            )
+            console.print({"aws-novelty over seeds": results["aws-novelty-seeds"]["summary"]})
         if "graphrca" in wanted:
             kb = build_kb(root / "graphrca", [graphrca], "graphrca", args.dense, args.cache)
             results["graphrca"] = measure(

@@ -175,15 +175,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             w_dense = dense_choice.dense
             console.print(f"dense weight on anomalies {w_dense}: {dense_choice.source}")
-        table = Table(title="the chosen anomaly profile (weights chosen on these same cases)")
+        table = Table(title="anomaly profiles: shipped, and chosen now on these same cases")
         table.add_column("ranking")
         table.add_column("all", justify="right")
         for kind in kinds:
             table.add_column(kind, justify="right")
-        profile = {"sparse": 1.0 - w_dense, "signals": w_signals}
-        if w_dense:
-            profile["dense"] = w_dense
-        type_row("profile", profile)
+        shipped = json.loads(args.out.read_text())["profiles"]["anomaly"]
+        for name, (d, s) in {
+            "shipped profile": (shipped["dense"], shipped["signals"]),
+            "chosen profile": (w_dense, w_signals),
+        }.items():
+            if d and not kb.store.embedder_info():
+                continue
+            type_row(name, {"sparse": 1.0 - d, "signals": s, **({"dense": d} if d else {})})
         console.print(table)
 
         # confidence for anomaly queries: positives and leave-type-out / no-precedent negatives
@@ -255,6 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "precedent_cases": len(precedent),
             "embedder": family,
             "type_hit_at_1": rankings,
+            "shipped_profile": {"dense": shipped["dense"], "signals": shipped["signals"]},
             "profile": {
                 "signals": w_signals,
                 "dense": w_dense,

@@ -124,3 +124,56 @@ def test_without_the_plugin_the_name_is_unknown_and_the_error_says_how_to_instal
     assert "unknown keys ['echo']" in message
     assert "registered: opsgenie, pagerduty, slack, teams" in message
     assert "'seenbefore.notifiers'" in message and "pip install" in message
+
+
+SELECT = textwrap.dedent(
+    """
+    import json, sys
+    from typer.testing import CliRunner
+    from seenbefore.cli.app import app
+
+    runner = CliRunner()
+    env = {"SEENBEFORE_EMBEDDER": "echo"}
+    out = {"ingest": runner.invoke(app, ["ingest", sys.argv[1]], env=env).exit_code}
+    out["stats"] = json.loads(runner.invoke(app, ["stats", "--json"], env=env).output)
+    dense = runner.invoke(
+        app, ["search", "--mode", "dense", "--json", "expired certificate"], env=env
+    )
+    out["dense"] = json.loads(dense.output)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_the_embedder_setting_selects_the_installed_plugin_embedder(
+    installed: Path, tmp_path: Path
+) -> None:
+    samples = Path(__file__).resolve().parents[2] / "examples" / "postmortems"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("INC-2021-007-partner-api-cert-expired.md", "INC-2021-001-inventory-cache-oom.md"):
+        shutil.copy(samples / name, docs / name)
+    repo = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(installed), str(repo / "src")]),
+        "SEENBEFORE_HOME": str(tmp_path / "home"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SELECT, str(docs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["ingest"] == 0
+    stats = report["stats"]
+    # every chunk was embedded by the plugin's letter counter, found by entry point
+    assert stats["active_dense_embedder_name"] == "echo-letters-26"
+    assert stats["chunks_without_vectors"] == 0 and stats["documents"] == 2
+    results = report["dense"]["results"]
+    assert {r["id"] for r in results} == {"INC-2021-007", "INC-2021-001"}
+    assert all(r["matched_by"] == "dense" for r in results)

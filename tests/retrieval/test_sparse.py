@@ -179,15 +179,19 @@ def test_bm25f_scores_a_document_over_its_weighted_fields() -> None:
     assert index.coverage(["pool", "dns"], 1) == pytest.approx(0.5)
 
 
-def test_word_pairs_skip_stop_words_on_both_sides() -> None:
+def test_word_pairs_are_adjacent_content_words_never_across_a_stop_word() -> None:
     from seenbefore.retrieval.bm25 import analyse, phrases
 
     assert analyse("error rates in the US-EAST-1 Region", stem=False, ngram=2) == [
         "error rates",
-        "rates us",
         "us east",
         "east 1",
         "1 region",
+    ]
+    assert analyse("Connections were refused", stem=True, ngram=2) == []
+    assert analyse("connection pools exhausted", stem=True, ngram=2) == [
+        "connect pool",
+        "pool exhaust",
     ]
     assert phrases("x y x y", stem=False) == ["x y", "y x"]
 

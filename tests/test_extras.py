@@ -11,6 +11,7 @@ scripts/plain_install_check.sh checks the same against a real ``pip install .`` 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from seenbefore import extras
@@ -220,3 +222,18 @@ def test_every_extra_named_in_code_is_declared_in_pyproject() -> None:
     makefile = (REPO / "Makefile").read_text()
     installed = makefile.split("pip install --quiet -e '.[", 1)[1].split("]", 1)[0].split(",")
     assert set(extras.EXTRAS) <= set(installed)
+
+
+def test_a_fitted_lsa_embeds_with_numpy_alone_hand_worked() -> None:
+    # vocabulary a, b with idf 1 and 2; identity components: the vector is the l2-normalised
+    # sublinear TF-IDF row: "a a b" -> ((1 + ln 2) * 1, (1 + ln 1) * 2) / norm
+    from seenbefore.retrieval.embedders import LSAEmbedder
+
+    lsa = LSAEmbedder({"a": 0, "b": 1}, np.array([1.0, 2.0]), np.eye(2), fitted_on=2)
+    vectors = lsa.embed(["a a b", "zzz", "b"])
+    x, y = 1 + math.log(2), 2.0
+    norm = math.hypot(x, y)
+    assert vectors.dtype == np.float32
+    assert vectors[0].tolist() == pytest.approx([x / norm, y / norm], abs=1e-7)
+    assert vectors[1].tolist() == [0.0, 0.0]  # no known word: the zero vector, not NaN
+    assert vectors[2].tolist() == [0.0, 1.0]

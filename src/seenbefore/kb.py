@@ -1,26 +1,37 @@
 """The knowledge base: one store, one retriever, one place that decides which embedder is active
-and whether dense retrieval is trusted. The CLI and the service are thin doors onto this."""
+and whether dense retrieval is trusted. The CLI and the service are thin doors onto this.
+
+A search reads the store's generation and, when it moved, builds a new
+:class:`~seenbefore.retrieval.context.SearchContext` (index, supersession, gate, confidence
+models); then :meth:`HybridRetriever.plan` checks the options and decides the weights, the
+context picks the confidence model for that plan, and the retriever runs with everything it
+needs handed in. Self-calibration after ingest and reindex is found by name in the plugin
+registry (``seenbefore.self_calibration``: the evaluation package's, by default), so this
+module does not import the evaluation code that fits the models it reads."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
+from seenbefore import plugins
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
-from seenbefore.core.trust import FusionWeights, GateDecision, decide
-from seenbefore.errors import InputError
+from seenbefore.core.trust import FusionWeights, GateDecision
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.plugins import configured_embedder
+from seenbefore.retrieval.context import (
+    SearchContext,
+    dense_family,
+    embedder_family,
+    shipped_defaults,
+    shipped_weights,
+)
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import (
     LSA_PREFIX,
@@ -32,27 +43,24 @@ from seenbefore.retrieval.embedders import (
     lsa_unavailable,
     neural_failure,
 )
-from seenbefore.retrieval.hybrid import PROFILES, HybridRetriever, SearchOptions
+from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
 from seenbefore.storage.base import EmbeddedVectors, Store
 from seenbefore.storage.factory import open_store
 from seenbefore.storage.supersession import Supersession
 from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
+
+__all__ = ["KnowledgeBase", "SelfCalibration", "embedder_family", "shipped_defaults"]
 
 log = logging.getLogger(__name__)
 
 EmbedProgress = Callable[[int, int], None]
 
 
-@cache
-def shipped_defaults() -> dict[str, Any]:
-    """Fusion weights and confidence models fitted by benchmarks/fit_defaults.py on named data."""
-    text = resources.files("seenbefore.retrieval").joinpath("defaults.json").read_text()
-    data: dict[str, Any] = json.loads(text)
-    return data
+class SelfCalibration(Protocol):
+    """Refits gate, confidence and novelty threshold from a knowledge base's own documents
+    when it changed materially (or ``force``); returns the record it wrote, or None."""
 
-
-def embedder_family(name: str | None) -> str:
-    return "lsa" if name and name.startswith(LSA_PREFIX) else (name or "none")
+    def __call__(self, kb: KnowledgeBase, *, force: bool = False) -> dict[str, Any] | None: ...
 
 
 class KnowledgeBase:
@@ -62,7 +70,10 @@ class KnowledgeBase:
         *,
         store: Store | None = None,
         embedder: Embedder | None = None,
+        self_calibration: SelfCalibration | None = None,
     ) -> None:
+        """``self_calibration``: run after ingest and reindex; default: the one registered as
+        ``default`` in the ``seenbefore.self_calibration`` entry-point group."""
         self.settings = settings
         # SQLite at <home>/kb.sqlite unless SEENBEFORE_DATABASE_URL selects PostgreSQL
         self.store: Store = store or open_store(settings)
@@ -73,6 +84,8 @@ class KnowledgeBase:
         self._embedder_loaded = embedder is not None
         self._index: CorpusIndex | None = None
         self._supersession: Supersession | None = None
+        self._context: SearchContext | None = None
+        self._self_calibration = self_calibration
         self.fallback_reason: str | None = None
         # embeds queries when set (e.g. the uncached model behind a document-embedding cache)
         self.query_embedder: Embedder | None = None
@@ -117,12 +130,13 @@ class KnowledgeBase:
         return EmbeddedVectors(embedder.name, embedder.embed([c.text for c in chunks]))
 
     def dense_family(self) -> str:
-        recorded = self.store.embedder_info()
-        if recorded:
-            return embedder_family(recorded[0])
-        if self._explicit is not None:
-            return embedder_family(self._explicit.name)
-        return "none"
+        """The family of the store's vectors, read now (write paths; searches use the
+        context's)."""
+        return dense_family(self.store.embedder_info(), self._explicit_name)
+
+    @property
+    def _explicit_name(self) -> str | None:
+        return self._explicit.name if self._explicit is not None else None
 
     # -- writing --------------------------------------------------------------------------
     def ingestor(
@@ -155,10 +169,12 @@ class KnowledgeBase:
 
     def maybe_self_calibrate(self, *, force: bool = False) -> dict[str, Any] | None:
         """Refit gate, confidence and novelty threshold from the KB's own documents when it
-        changed materially (or ``force``); see evaluation/selfcal.py."""
-        from seenbefore.evaluation.selfcal import maybe_self_calibrate
-
-        return maybe_self_calibrate(self, force=force)
+        changed materially (or ``force``): the hook passed in, else the registered one
+        (evaluation/selfcal.py's ``maybe_self_calibrate``)."""
+        hook = self._self_calibration
+        if hook is None:
+            hook = cast(SelfCalibration, plugins.load(plugins.SELF_CALIBRATION, "default"))
+        return hook(self, force=force)
 
     def lsa_staleness(self) -> float | None:
         """Chunks changed since the LSA fit, as a fraction of the chunks it was fitted on."""
@@ -221,13 +237,28 @@ class KnowledgeBase:
                 },
             )
         self.store.replace_vectors(embedder.name, rows.ids.tolist(), matrix)
-        self._embedder, self._embedder_loaded, self._index = embedder, True, None
+        self._embedder, self._embedder_loaded = embedder, True
+        self._index = self._context = None
         self.maybe_self_calibrate(force=True)
         return {"embedder": embedder.name, "chunks": len(rows.texts)}
 
     # -- reading --------------------------------------------------------------------------
-    def index(self) -> CorpusIndex:
+    def context(self) -> SearchContext:
+        """What searches on the store's current generation share; one metadata read (the
+        generation) when it did not move, else rebuilt."""
         generation = self.store.generation()
+        context = self._context
+        if context is None or context.generation != generation:
+            context = self._context = SearchContext.build(
+                self.store,
+                generation=generation,
+                index=self._index_at(generation),
+                supersession=self._supersession_at(generation),
+                explicit=self._explicit_name,
+            )
+        return context
+
+    def _index_at(self, generation: int) -> CorpusIndex:
         if self._index is None or self._index.generation != generation:
             local = self.store.local_file  # the BM25 sidecar lives beside a local store file
             bm25_path = None if local is None else local.with_name(local.name + ".bm25.npz")
@@ -236,142 +267,54 @@ class KnowledgeBase:
             )
         return self._index
 
-    def supersession(self) -> Supersession:
-        """Every supersede link, answering per caller's tiers; rebuilt when the store moves."""
-        generation = self.store.generation()
+    def _supersession_at(self, generation: int) -> Supersession:
         if self._supersession is None or self._supersession.generation != generation:
             self._supersession = Supersession.build(self.store.supersede_rows(), generation)
         return self._supersession
 
-    def gate(self) -> GateDecision:
-        family = self.dense_family()
-        from seenbefore.retrieval.calibration_record import self_gate
+    def index(self) -> CorpusIndex:
+        return self.context().index
 
-        measured = (self.store.get_json("fusion_weights") or {}).get(family) or self_gate(
-            self.store.get_json("self_calibration"), family
-        )
-        default = shipped_defaults()["fusion"].get(family)
-        recorded = self.store.embedder_info()
-        if family == "none":
-            return GateDecision(
-                False,
-                FusionWeights(0.0, "no dense vectors in the store"),
-                "no dense vectors: run `seenbefore reindex`",
-            )
-        fallback = (
-            _weights(default)
-            if default
-            else FusionWeights(
-                0.0, f"no measured weights for {family}; run `seenbefore calibrate CASES`"
-            )
-        )
-        fit = self.store.get_json("lsa_fit") or {}
-        documents = int(fit.get("documents", len(self.index().doc_ids)))
-        return decide(
-            embedder_name=recorded[0] if recorded else family,
-            is_lsa=family == "lsa",
-            corpus_documents=documents,
-            measured=_weights(measured) if measured else None,
-            default=fallback,
-        )
+    def supersession(self) -> Supersession:
+        """Every supersede link, answering per caller's tiers; rebuilt when the store moves."""
+        return self.context().supersession
+
+    def gate(self) -> GateDecision:
+        return self.context().gate
 
     def gate_default(self) -> FusionWeights:
         """The shipped fusion weights for the active dense family (weight 0 when none)."""
-        default = shipped_defaults()["fusion"].get(self.dense_family())
-        return _weights(default) if default else FusionWeights(0.0, "no shipped weights")
+        return shipped_weights(self.dense_family())
 
     def confidence_model(self, key: str) -> ConfidenceModel | None:
-        fitted = (self.store.get_json("confidence_models") or {}).get(key)
-        own = ((self.store.get_json("self_calibration") or {}).get("modes") or {}).get(key) or {}
-        data = (
-            fitted
-            or (own.get("model") if own.get("kept") else None)
-            or shipped_defaults()["confidence"].get(key)
-        )
-        return ConfidenceModel.from_dict(data) if data else None
+        return self.context().confidence_model(key)
 
     def search(
         self, text: str, filters: SearchFilters, options: SearchOptions | None = None
     ) -> SearchResult:
-        options = options or SearchOptions()
-        gate = self.gate()
-        index = self.index()
-        if options.profile not in PROFILES:
-            raise InputError(
-                f"query profile is {options.profile!r}, expected one of {', '.join(PROFILES)}"
-            )
-        if options.profile == "anomaly":
-            options = self._anomaly_options(options)
-        weight = (
-            options.dense_weight
-            if options.dense_weight is not None
-            else (gate.weights.dense if gate.dense_trusted else 0.0)
-        )
-        family = self.dense_family()
-        key = {"sparse": "sparse", "dense": f"dense:{family}"}.get(
-            options.mode, f"hybrid:{family}" if weight > 0 else "sparse"
-        )
-        confidence = None
-        if options.profile == "anomaly" and options.mode == "hybrid":
-            # anomaly queries are scored by a model fitted on anomalies, when one was fitted
-            signals_on = bool(options.signals) and (options.signal_weight or 0) > 0
-            anomaly_key = f"anomaly:{key}" + ("+signals" if signals_on else "")
-            if (confidence := self.confidence_model(anomaly_key)) is not None:
-                key = anomaly_key
-        if confidence is None:
-            confidence = self.confidence_model(key)
-        view = self.supersession()  # what the caller's tiers see of supersede links
+        context = self.context()
+        plan = HybridRetriever.plan(options or SearchOptions(), context.gate, context.profiles)
+        embedder = (self.query_embedder or self.embedder()) if plan.use_dense else None
+        view = context.supersession  # what the caller's tiers see of supersede links
         retriever = HybridRetriever(
             view.reads(self.store, filters.tiers),
-            index,
-            gate=gate,
-            confidence=confidence,
-            embedder=(lambda: self.query_embedder) if self.query_embedder else self.embedder,
+            context.index,
+            gate=context.gate,
+            scoring=context.scoring(plan),
         )
-        result = retriever.search(text, view.search_filters(filters), options)
-        result.details["confidence_model_key"] = key
-        if confidence is not None:
-            result.details["confidence_model_fit"] = {
-                "threshold": confidence.threshold,
-                "held_out": dict(confidence.metrics).get("held_out"),
-                "live": self.live_model_line(key),
-            }
-        return result
-
-    def _anomaly_options(self, options: SearchOptions) -> SearchOptions:
-        """Weights measured on detector anomalies (``benchmarks/fit_defaults.py``) for what the
-        caller left unset: an anomaly is a few metric names, not prose, and the text-fitted
-        dense weight does not carry over to it."""
-        profile = shipped_defaults().get("profiles", {}).get("anomaly", {})
-        return replace(
-            options,
-            # the anomaly profile's weights and confidence were fitted on best-chunk BM25
-            # (benchmarks/fit_defaults.py, benchmarks/anomalies.py): it keeps that ranking
-            sparse_unit="chunk",
-            dense_weight=(
-                options.dense_weight
-                if options.dense_weight is not None
-                else profile.get("dense")  # None: the gate decides, as for text
-            ),
-            signal_weight=(
-                options.signal_weight
-                if options.signal_weight is not None
-                else float(profile.get("signals", 0.0))
-            ),
-        )
+        return retriever.search(text, view.search_filters(filters), plan, embedder)
 
     def status(self, tiers: Sequence[str] = ("general",)) -> dict[str, Any]:
         """The dense side's state; chunk counts cover only documents visible to ``tiers``."""
-        gate = self.gate()
-        recorded = self.store.embedder_info()
-        index = self.index()
+        context = self.context()
+        gate, index = context.gate, context.index
         visible = index.chunk_mask(
             index.doc_mask(SearchFilters(tiers=tuple(tiers), include_superseded=True))
         )
         has = index.has_vector if index.has_vector is not None else np.zeros_like(visible)
         with_vectors = int((has & visible).sum())
         return {
-            "active_dense_embedder_name": recorded[0] if recorded else None,
+            "active_dense_embedder_name": context.embedder_name,
             "dense_trusted": gate.dense_trusted,
             "weights": gate.weights.as_dict(),
             "weights_source": gate.weights.source,
@@ -381,22 +324,12 @@ class KnowledgeBase:
             "chunks_without_vectors": int(visible.sum()) - with_vectors,
             "lsa_staleness": self.lsa_staleness(),
             "lsa_refit_fraction": self.settings.lsa_refit_fraction,
-            "confidence_model": self.live_model_line(),
+            "confidence_model": context.live_model_line(),
         }
 
     def live_model_line(self, key: str | None = None) -> str:
         """How the live confidence model was fitted, with its held-out figures (one line)."""
-        from seenbefore.retrieval.calibration_record import describe
-
-        if key is not None and (self.store.get_json("confidence_models") or {}).get(key):
-            return f"{key}: fitted by `seenbefore calibrate` on labelled cases"
-        return describe(self.store.get_json("self_calibration"), key)
-
-
-def _weights(data: dict[str, Any]) -> FusionWeights:
-    return FusionWeights(
-        float(data["dense"]), str(data.get("source", "")), dict(data.get("evidence", {}))
-    )
+        return self.context().live_model_line(key)
 
 
 def _embed_all(

@@ -106,13 +106,92 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class GateReport:
+    """The trust gate's decision as a search result reports it."""
+
+    dense_trusted: bool
+    reason: str
+    weights_source: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dense_trusted": self.dense_trusted,
+            "reason": self.reason,
+            "weights_source": self.weights_source,
+            "evidence": dict(self.evidence),
+        }
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """Which confidence model scored a search: its novelty threshold, held-out figures and
+    the one line that says how the live model was fitted."""
+
+    threshold: float
+    held_out: Any
+    live: str
+
+
+@dataclass(frozen=True)
 class SearchResult:
-    """A ranked list of candidates for one query."""
+    """A ranked list of candidates for one query, with how it was scored.
+
+    The hybrid retriever fills every field; the FTS path (``retrieval/sparse.py``) scores
+    nothing and leaves ``gate`` None (``scored`` is False). Figures are rounded as reported:
+    confidence and signals to 4 places, timings (ms) to 3."""
 
     query: str
     mode: str
     candidates: tuple[Candidate, ...]
-    details: dict[str, Any] = field(default_factory=dict)
+    terms: tuple[str, ...] = ()
+    weights: dict[str, float] = field(default_factory=dict)  # per ranking fused
+    rrf_k: int = 0
+    sparse_unit: str | None = None  # None when the sparse half did not run
+    gate: GateReport | None = None
+    confidence: float = 0.0
+    confidence_label: str = ""
+    novel: bool = False
+    signals: dict[str, float] = field(default_factory=dict)
+    confidence_model: str | None = None  # the model's source
+    recency: dict[str, float] = field(default_factory=dict)  # doc id -> boost, top k only
+    timings: dict[str, float] = field(default_factory=dict)  # stage -> ms
+    dense_embedder: str | None = None
+    confidence_model_key: str | None = None
+    confidence_model_fit: ModelFit | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.gate is not None
+
+    def explain(self) -> dict[str, Any]:
+        """Everything but the candidates as plain JSON (``search --explain --json``)."""
+        if self.gate is None:
+            return {"terms": list(self.terms)}
+        out: dict[str, Any] = {
+            "terms": list(self.terms),
+            "weights": dict(self.weights),
+            "rrf_k": self.rrf_k,
+            "sparse_unit": self.sparse_unit,
+            "gate": self.gate.as_dict(),
+            "confidence": self.confidence,
+            "confidence_label": self.confidence_label,
+            "novel": self.novel,
+            "signals": dict(self.signals),
+            "confidence_model": self.confidence_model,
+            "recency": dict(self.recency),
+            "timings": dict(self.timings),
+            "dense_embedder": self.dense_embedder,
+            "confidence_model_key": self.confidence_model_key,
+        }
+        if self.confidence_model_fit is not None:
+            fit = self.confidence_model_fit
+            out["confidence_model_fit"] = {
+                "threshold": fit.threshold,
+                "held_out": fit.held_out,
+                "live": fit.live,
+            }
+        return out
 
 
 @dataclass(frozen=True)

@@ -109,15 +109,15 @@ def test_novel_rate_on_a_kb_of_exact_precedents_is_bounded(
     results = [kb.search(q, TIERS, SearchOptions(k=3)) for q in openings.values()]
     top = [r.candidates[0].doc_id for r in results]
     assert top == list(openings)
-    novel = [r.details["novel"] for r in results]
+    novel = [r.novel for r in results]
     assert sum(novel) / len(novel) <= 0.1
-    assert any(r.details["confidence_label"] == "high" for r in results)
+    assert any(r.confidence_label == "high" for r in results)
     # and left out, the same queries are mostly "no precedent" (recall target 0.6)
     left_out = [
         kb.search(q, SearchFilters(tiers=("general",), exclude_ids=(d,)), SearchOptions(k=3))
         for d, q in openings.items()
     ]
-    assert sum(r.details["novel"] for r in left_out) / len(left_out) >= 0.6
+    assert sum(r.novel for r in left_out) / len(left_out) >= 0.6
 
 
 def test_material_change_is_measured_on_documents(

@@ -112,7 +112,7 @@ def test_index_follows_the_store_and_never_serves_deleted_documents(kb: Knowledg
 
 def test_novel_when_nothing_matches(kb: KnowledgeBase) -> None:
     result = kb.search("zzzz qqqq xxxx", SearchFilters(), SearchOptions(mode="sparse"))
-    assert result.details["novel"] is True and result.candidates == ()
+    assert result.novel is True and result.candidates == ()
 
 
 def test_recency_boost_is_explained(kb: KnowledgeBase) -> None:
@@ -123,7 +123,7 @@ def test_recency_boost_is_explained(kb: KnowledgeBase) -> None:
         SearchFilters(),
         SearchOptions(mode="sparse", recency_half_life_days=365, today=dt.date(2025, 3, 14)),
     )
-    boost = result.details["recency"]["POOL"]
+    boost = result.recency["POOL"]
     assert boost == pytest.approx(1 + 0.5 ** (365 / 365))  # dated 2024-03-14
 
 

@@ -91,17 +91,17 @@ def test_signals_join_the_fusion_only_when_given_and_weighted(kb: KnowledgeBase)
     query = "latency errors timeouts"
     plain = kb.search(query, filters, SearchOptions(k=3))
     assert plain.candidates[0].doc_id == "TEXT"
-    assert "signals" not in plain.details["weights"]
+    assert "signals" not in plain.weights
     observed = {"db_connections_in_use": 20.0, "p99_latency": 5.0}
     fused = kb.search(
         query, filters, SearchOptions(k=3, signals=observed, signal_weight=3.0, profile="anomaly")
     )
-    assert fused.details["weights"]["signals"] == 3.0
+    assert fused.weights["signals"] == 3.0
     assert fused.candidates[0].doc_id == "SIG"
     sig = fused.candidates[0]
     assert "signals" in sig.retrievers and sig.retrievers["signals"].rank == 1
-    assert fused.details["signals"]["signal_overlap"] > 0.5
-    assert "signals_ms" in fused.details["timings"]
+    assert fused.signals["signal_overlap"] > 0.5
+    assert "signals_ms" in fused.timings
     off = kb.search(query, filters, SearchOptions(k=3, signals=observed, signal_weight=0.0))
     assert off.candidates[0].doc_id == "TEXT"
 
@@ -123,7 +123,7 @@ def test_anomaly_profile_takes_the_shipped_weights_and_model(kb: KnowledgeBase) 
         SearchFilters(tiers=("general",)),
         SearchOptions(k=3, signals={"p99_latency": 3.0}, profile="anomaly"),
     )
-    assert result.details["weights"]["signals"] > 0
-    assert result.details["confidence_model_key"] == "anomaly:sparse+signals"
+    assert result.weights["signals"] > 0
+    assert result.confidence_model_key == "anomaly:sparse+signals"
     with pytest.raises(InputError, match="profile"):
         kb.search("x", SearchFilters(tiers=("general",)), SearchOptions(profile="prose"))

@@ -260,6 +260,6 @@ def test_hybrid_search_is_the_same_on_both_backends(any_store: Store, tmp_path: 
     result = kb.search("pool limit connections", SearchFilters(), SearchOptions(k=3))
     assert result.candidates[0].doc_id == "POOL"
     assert result.candidates[0].matched_by == "both"
-    assert result.details["weights"] == {"sparse": 0.5, "dense": 0.5}
-    assert result.details["signals"]["agreement"] == 1.0
+    assert result.weights == {"sparse": 0.5, "dense": 0.5}
+    assert result.signals["agreement"] == 1.0
     assert kb.status()["chunks_with_vectors"] == len(any_store.chunk_rows().ids)

@@ -226,8 +226,8 @@ def test_sqlite_and_postgres_give_identical_hybrid_results(pg_url: str, tmp_path
             results.append(
                 (
                     [(c.doc_id, round(c.score, 9), c.matched_by) for c in result.candidates],
-                    result.details["confidence"],
-                    result.details["signals"],
+                    result.confidence,
+                    result.signals,
                 )
             )
     assert results[0] == results[1]

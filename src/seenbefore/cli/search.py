@@ -110,11 +110,10 @@ def render_result(result: SearchResult, emptied: str | None = None) -> None:
         else:
             console.print("no matching postmortems (nothing shared enough words with the query)")
         return
-    d = result.details
-    verdict = "[bold red]NO PRECEDENT (novel)[/]" if d.get("novel") else "precedent found"
+    verdict = "[bold red]NO PRECEDENT (novel)[/]" if result.novel else "precedent found"
     console.print(
         f"[dim]{result.mode} search, {len(result.candidates)} results[/] — {verdict}, confidence "
-        f"{d.get('confidence', 0):.2f} ({d.get('confidence_label', '?')})"
+        f"{result.confidence:.2f} ({result.confidence_label or '?'})"
     )
     for rank, c in enumerate(result.candidates, 1):
         when = c.date.isoformat() if c.date else "undated"
@@ -133,21 +132,21 @@ def render_result(result: SearchResult, emptied: str | None = None) -> None:
 
 
 def render_explain(result: SearchResult) -> None:
-    d = result.details
-    gate = d.get("gate", {})
+    gate = result.gate
     console.print(
-        f"\n[bold]gate[/]: dense trusted = {gate.get('dense_trusted')}; {gate.get('reason')}"
+        f"\n[bold]gate[/]: dense trusted = {gate.dense_trusted if gate else None}; "
+        f"{gate.reason if gate else None}"
     )
-    console.print(f"[bold]weights[/]: {d.get('weights')}  rrf k = {d.get('rrf_k')}")
+    console.print(f"[bold]weights[/]: {result.weights}  rrf k = {result.rrf_k}")
     console.print(
-        f"[bold]confidence[/]: {d.get('confidence')} from {d.get('signals')} "
-        f"(model: {d.get('confidence_model_key')}: {d.get('confidence_model')})"
+        f"[bold]confidence[/]: {result.confidence} from {result.signals} "
+        f"(model: {result.confidence_model_key}: {result.confidence_model})"
     )
-    fit = d.get("confidence_model_fit") or {}
-    if fit.get("live"):
-        console.print(f"[bold]live confidence model[/]: {fit['live']}")
-    if d.get("sparse_unit"):
-        console.print(f"[bold]sparse[/]: ranked by {d['sparse_unit']} (BM25F + word pairs)")
+    fit = result.confidence_model_fit
+    if fit is not None and fit.live:
+        console.print(f"[bold]live confidence model[/]: {fit.live}")
+    if result.sparse_unit:
+        console.print(f"[bold]sparse[/]: ranked by {result.sparse_unit} (BM25F + word pairs)")
     table = Table(title="per-retriever ranks and scores")
     for col in (
         "#",
@@ -170,10 +169,10 @@ def render_explain(result: SearchResult) -> None:
             str(de.rank) if de else "-",
             f"{de.score:.3f}" if de else "-",
             f"{c.score:.5f}",
-            str(d.get("recency", {}).get(c.doc_id, "-")),
+            str(result.recency.get(c.doc_id, "-")),
         )
     console.print(table)
-    console.print(f"[dim]timings (ms): {d.get('timings')}[/]")
+    console.print(f"[dim]timings (ms): {result.timings}[/]")
 
 
 def show(

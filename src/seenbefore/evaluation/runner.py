@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.evaluation.cases import Case
@@ -57,14 +56,13 @@ def timed_search(
     started = time.perf_counter()
     result = kb.search(query, filters, options)
     latency = (time.perf_counter() - started) * 1000
-    d: dict[str, Any] = result.details
     return CaseRun(
         case,
         options.mode,
         [c.doc_id for c in result.candidates],
-        dict(d["signals"]),
-        float(d["confidence"]),
-        bool(d["novel"]),
+        dict(result.signals),
+        result.confidence,
+        result.novel,
         latency,
     )
 

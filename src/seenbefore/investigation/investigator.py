@@ -60,8 +60,7 @@ class Investigator:
         if self.rewriter is not None:
             options = replace(options, k=max(self.k, REWRITE_DEPTH))
         result = self.kb.search(request.query, filters, options)
-        d = result.details
-        timings = {"query_build_ms": 0.0, **d["timings"]}
+        timings = {"query_build_ms": 0.0, **result.timings}
         candidates, rewrite = list(result.candidates), None
         if self.rewriter is not None:
             candidates, rewrite = self._rewritten(request, filters, options, candidates)
@@ -102,16 +101,14 @@ class Investigator:
             )
         unknown = self._unknown_signals(request)
         new_kind = len(unknown) >= self.min_unknown_signals
-        novel = bool(d["novel"]) or new_kind
+        novel = result.novel or new_kind
         if new_kind:
             reason = (
                 f"the anomaly's {', '.join(unknown)} never appears among the signals of any "
                 "postmortem visible to the caller"
             )
         elif novel:
-            reason = (
-                f"confidence {float(d['confidence']):.2f} is below the calibrated novelty threshold"
-            )
+            reason = f"confidence {result.confidence:.2f} is below the calibrated novelty threshold"
         else:
             reason = ""
         timings["evidence_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -119,12 +116,12 @@ class Investigator:
         return Evidence(
             request=request,
             items=tuple(items),
-            confidence=float(d["confidence"]),
-            confidence_label=str(d["confidence_label"]),
+            confidence=result.confidence,
+            confidence_label=result.confidence_label,
             novel=novel,
             novel_reason=reason,
-            signals={k: float(v) for k, v in d["signals"].items()},
-            confidence_model_key=str(d.get("confidence_model_key", "")),
+            signals=dict(result.signals),
+            confidence_model_key=result.confidence_model_key or "",
             searched={
                 "query": request.query,
                 "mode": result.mode,
@@ -136,7 +133,7 @@ class Investigator:
                 ),
                 **({"rewrite": rewrite} if rewrite is not None else {}),
             },
-            gate=dict(d["gate"]),
+            gate=result.gate.as_dict() if result.gate else {},
             timings=timings,
         )
 

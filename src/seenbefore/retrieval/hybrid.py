@@ -1,18 +1,21 @@
 """Hybrid search: BM25 and dense rankings fused with weighted RRF, gated by measured trust, with
-calibrated confidence and novelty. Every stage is timed."""
+calibrated confidence and novelty. Every stage is timed.
+
+:meth:`HybridRetriever.plan` (retrieval/plan.py) checks the options once and decides the
+weights; the knowledge base picks the confidence model for that plan and the embedder, and
+hands both to :meth:`HybridRetriever.search`, which returns the finished result."""
 
 from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import numpy as np
 
-from seenbefore.core.confidence import SIGNALS, ConfidenceModel, label
-from seenbefore.core.fusion import RRF_K, ranked, rrf
+from seenbefore.core.confidence import SIGNALS, label
+from seenbefore.core.fusion import ranked, rrf
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
 from seenbefore.retrieval.bm25 import phrases
@@ -24,33 +27,25 @@ from seenbefore.retrieval.corpus import (
     FloatArray,
 )
 from seenbefore.retrieval.embedders import Embedder
+from seenbefore.retrieval.plan import (
+    MODES,
+    QueryPlan,
+    Scoring,
+    SearchOptions,
+    plan_query,
+)
 from seenbefore.retrieval.tokenize import query_terms
 from seenbefore.storage.base import Store
-from seenbefore.types import Candidate, MatchedBy, RetrieverHit, SearchFilters, SearchResult
+from seenbefore.types import (
+    Candidate,
+    GateReport,
+    MatchedBy,
+    RetrieverHit,
+    SearchFilters,
+    SearchResult,
+)
 
-Mode = Literal["sparse", "dense", "hybrid"]
-MODES: tuple[str, ...] = ("sparse", "dense", "hybrid")
-# how the sparse half ranks documents: by the whole document (BM25F), by its best chunk, or by
-# RRF of both. Measured side by side in benchmarks/realtext.py; "document" won on real text.
-SPARSE_UNITS: tuple[str, ...] = ("document", "chunk", "both")
-PROFILES: tuple[str, ...] = ("text", "anomaly")
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    k: int = 5
-    mode: str = "hybrid"  # one of MODES, checked by search()
-    dense_weight: float | None = None  # per-request override of the gate's weight
-    rrf_k: int = RRF_K
-    depth: int = 100  # how many documents each retriever contributes to fusion
-    recency_half_life_days: float | None = None
-    today: dt.date | None = None
-    # a structured query (an anomaly): observed metric -> strength (|z|); ranked against the
-    # signals postmortems record and fused with weight ``signal_weight`` (0 or None: off)
-    signals: Mapping[str, float] | None = None
-    signal_weight: float | None = None
-    profile: str = "text"  # "anomaly": weights and confidence fitted on anomalies (PROFILES)
-    sparse_unit: str = "document"  # one of SPARSE_UNITS
+__all__ = ["MODES", "HybridRetriever", "QueryPlan", "Scoring", "SearchOptions"]
 
 
 @dataclass
@@ -61,152 +56,158 @@ class _Ranked:
     unit: str = "chunk"  # what the scores rank: "chunk" (best passage), "document", "both"
 
 
+@dataclass(frozen=True)
+class _Query:
+    text: str
+    terms: list[str]
+    pairs: list[str]  # word pairs, for the phrase index
+    filters: SearchFilters
+    doc_mask: BoolArray
+
+
+@dataclass(frozen=True)
+class _Rankings:
+    sparse: _Ranked | None = None
+    dense: _Ranked | None = None
+    signals: _Ranked | None = None
+
+
 class HybridRetriever:
+    """One search over a corpus index: the store answers only for the top candidates'
+    metadata and chunks (``store`` may be a caller's supersession view of it)."""
+
     def __init__(
-        self,
-        store: Store,
-        index: CorpusIndex,
-        *,
-        gate: GateDecision,
-        confidence: ConfidenceModel | None,
-        embedder: Callable[[], Embedder | None],
+        self, store: Store, index: CorpusIndex, *, gate: GateDecision, scoring: Scoring
     ) -> None:
         self.store = store
         self.index = index
         self.gate = gate
-        self.confidence = confidence
-        self._embedder = embedder
+        self.scoring = scoring
+        self.confidence = scoring.model
 
-    def search(self, text: str, filters: SearchFilters, options: SearchOptions) -> SearchResult:
-        if options.k < 1:
-            raise InputError(f"k is {options.k}, expected at least 1")
-        if options.mode not in MODES:
-            raise InputError(f"mode is {options.mode!r}, expected one of {', '.join(MODES)}")
-        if options.sparse_unit not in SPARSE_UNITS:
-            raise InputError(
-                f"sparse unit is {options.sparse_unit!r}, expected one of {', '.join(SPARSE_UNITS)}"
-            )
+    plan = staticmethod(plan_query)
+
+    def search(
+        self, text: str, filters: SearchFilters, plan: QueryPlan, embedder: Embedder | None = None
+    ) -> SearchResult:
+        """``embedder`` embeds the query; needed when ``plan.use_dense``."""
         timings: dict[str, float] = {}
+        query = self._parse(text, filters, timings)
+        rankings = self._retrieve(query, plan, embedder, timings)
         clock = time.perf_counter()
-        terms = query_terms(text)
-        pairs = phrases(text, stem=self.index.bm25.stem)
-        doc_mask = self.index.doc_mask(filters)
-        timings["filter_ms"] = _ms(clock)
+        weights = _fusion_weights(plan, rankings)
+        fused = rrf(self._doc_rankings(rankings), k=plan.options.rrf_k, weights=weights)
+        boosts = self._recency(fused, plan.options)
+        final = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
+        k = plan.options.k
+        top = ranked(final)[: max(k * 3, k)]
+        timings["fuse_ms"] = _ms(clock)
+        clock = time.perf_counter()
+        candidates = self._candidates(top, rankings, final)  # by score
+        timings["candidates_ms"] = _ms(clock)
+        clock = time.perf_counter()
+        signals = self._signals(query, rankings, top, plan.options.signals)
+        signals["type_consensus"] = _type_consensus([c.type for c in candidates[:4]])
+        model = self.confidence
+        confidence = model.predict(signals) if model and top else 0.0
+        novel = (not top) or (model is not None and model.is_novel(confidence, signals))
+        timings["confidence_ms"] = _ms(clock)
+        return SearchResult(
+            query=text,
+            mode=plan.mode,
+            candidates=tuple(candidates[:k]),
+            terms=tuple(query.terms),
+            weights=weights,
+            rrf_k=plan.options.rrf_k,
+            sparse_unit=plan.options.sparse_unit if plan.use_sparse else None,
+            gate=GateReport(
+                self.gate.dense_trusted,
+                self.gate.reason,
+                self.gate.weights.source,
+                dict(self.gate.evidence),
+            ),
+            confidence=round(confidence, 4),
+            confidence_label=label(confidence),
+            novel=novel,
+            signals={name: round(v, 4) for name, v in signals.items()},
+            confidence_model=model.source if model else None,
+            recency={d: round(b, 4) for d, b in boosts.items() if d in top[:k]},
+            timings={stage: round(v, 3) for stage, v in timings.items()},
+            dense_embedder=self.index.dense_name if plan.use_dense else None,
+            confidence_model_key=self.scoring.key,
+            confidence_model_fit=self.scoring.fit,
+        )
 
-        dense_weight = self._dense_weight(options)
-        signal_weight = float(options.signal_weight or 0.0)
-        if not 0.0 <= signal_weight <= 10.0:
-            raise InputError(f"signal weight is {signal_weight}, expected 0..10")
-        use_sparse = options.mode in ("sparse", "hybrid")
-        use_dense = options.mode == "dense" or (options.mode == "hybrid" and dense_weight > 0)
-        sparse = dense = None
-        if use_sparse:
+    # -- steps ----------------------------------------------------------------------------
+    def _parse(self, text: str, filters: SearchFilters, timings: dict[str, float]) -> _Query:
+        """The query's terms and word pairs, and the documents the filters leave."""
+        clock = time.perf_counter()
+        query = _Query(
+            text,
+            query_terms(text),
+            phrases(text, stem=self.index.bm25.stem),
+            filters,
+            self.index.doc_mask(filters),
+        )
+        timings["filter_ms"] = _ms(clock)
+        return query
+
+    def _retrieve(
+        self,
+        query: _Query,
+        plan: QueryPlan,
+        embedder: Embedder | None,
+        timings: dict[str, float],
+    ) -> _Rankings:
+        """Each ranking the plan uses, each timed."""
+        sparse = dense = by_signals = None
+        if plan.use_sparse:
             clock = time.perf_counter()
-            chunk_mask = self.index.chunk_mask(doc_mask)
-            scores = self.index.bm25.scores(terms, chunk_mask)
-            sparse = self._rank(scores, doc_mask, options.depth, floor=0.0)
-            if options.sparse_unit != "chunk" and self.index.doc_bm25 is not None:
-                whole = self._rank_documents(terms, pairs, scores, doc_mask, options.depth)
-                sparse = whole if options.sparse_unit == "document" else _both(whole, sparse)
+            sparse = self._rank_sparse(query, plan.options)
             timings["sparse_ms"] = _ms(clock)
-        if use_dense:
-            embedder = self._embedder()
+        if plan.use_dense:
             if embedder is None or self.index.dense is None:
                 raise InputError(
                     "dense search is unavailable: no embedder or no vectors; run "
                     "`seenbefore reindex` (see `seenbefore stats`)"
                 )
             clock = time.perf_counter()
-            query_vector = embedder.embed([text])[0]
+            query_vector = embedder.embed([query.text])[0]
             timings["embed_ms"] = _ms(clock)
             clock = time.perf_counter()
-            scores = self.index.dense_scores(query_vector, filters, doc_mask)
-            dense = self._rank(scores, doc_mask, options.depth, floor=-np.inf)
+            scores = self.index.dense_scores(query_vector, query.filters, query.doc_mask)
+            dense = self._rank(scores, query.doc_mask, plan.options.depth, floor=-np.inf)
             timings["dense_ms"] = _ms(clock)
-
-        by_signals = None
-        if (
-            options.mode == "hybrid"
-            and options.signals
-            and signal_weight > 0
-            and self.index.signals is not None
-        ):
+        if plan.use_signals and self.index.signals is not None and plan.options.signals:
             clock = time.perf_counter()
             order, per_doc = self.index.signals.ranked(
-                options.signals, doc_mask, self.index.doc_ids
+                plan.options.signals, query.doc_mask, self.index.doc_ids
             )
-            order = order[: options.depth]
+            order = order[: plan.options.depth]
             by_signals = _Ranked(
                 order, {d: float(per_doc[d]) for d in order}, np.zeros(0, np.float32)
             )
             timings["signals_ms"] = _ms(clock)
+        return _Rankings(sparse, dense, by_signals)
 
-        clock = time.perf_counter()
-        rankings: dict[str, list[str]] = {}
-        if sparse is not None:
-            rankings["sparse"] = [self.index.doc_ids[d] for d in sparse.order]
-        if dense is not None:
-            rankings["dense"] = [self.index.doc_ids[d] for d in dense.order]
-        weights = {"sparse": 1.0 - dense_weight, "dense": dense_weight}
-        if by_signals is not None:
-            rankings["signals"] = [self.index.doc_ids[d] for d in by_signals.order]
-            weights["signals"] = signal_weight
-        if options.mode != "hybrid":
-            weights = {options.mode: 1.0}
-        fused = rrf(rankings, k=options.rrf_k, weights=weights)
-        boosts = self._recency(fused, options)
-        final = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
-        top = ranked(final)[: max(options.k * 3, options.k)]
-        timings["fuse_ms"] = _ms(clock)
-
-        clock = time.perf_counter()
-        candidates = self._candidates(top, sparse, dense, by_signals, final)  # by score
-        timings["candidates_ms"] = _ms(clock)
-
-        clock = time.perf_counter()
-        signals = self._signals(terms, sparse, dense, by_signals, top, options.signals)
-        if self.index.doc_phrases is not None and pairs and top:
-            signals["phrase_coverage"] = self.index.doc_phrases.coverage(
-                pairs, self.index.position[top[0]]
-            )
-        signals["type_consensus"] = _type_consensus([c.type for c in candidates[:4]])
-        confidence = self.confidence.predict(signals) if self.confidence and top else 0.0
-        novel = (not top) or (
-            self.confidence is not None and self.confidence.is_novel(confidence, signals)
+    def _rank_sparse(self, query: _Query, options: SearchOptions) -> _Ranked:
+        """BM25 by best chunk, or by whole document (or both fused), per ``sparse_unit``."""
+        scores = self.index.bm25.scores(query.terms, self.index.chunk_mask(query.doc_mask))
+        best = self._rank(scores, query.doc_mask, options.depth, floor=0.0)
+        if options.sparse_unit == "chunk" or self.index.doc_bm25 is None:
+            return best
+        whole = self._rank_documents(
+            query.terms, query.pairs, scores, query.doc_mask, options.depth
         )
-        timings["confidence_ms"] = _ms(clock)
-        candidates = candidates[: options.k]
-        details: dict[str, Any] = {
-            "terms": terms,
-            "weights": weights,
-            "rrf_k": options.rrf_k,
-            "sparse_unit": options.sparse_unit if use_sparse else None,
-            "gate": {
-                "dense_trusted": self.gate.dense_trusted,
-                "reason": self.gate.reason,
-                "weights_source": self.gate.weights.source,
-                "evidence": dict(self.gate.evidence),
-            },
-            "confidence": round(confidence, 4),
-            "confidence_label": label(confidence),
-            "novel": novel,
-            "signals": {k: round(v, 4) for k, v in signals.items()},
-            "confidence_model": self.confidence.source if self.confidence else None,
-            "recency": {d: round(b, 4) for d, b in boosts.items() if d in top[: options.k]},
-            "timings": {k: round(v, 3) for k, v in timings.items()},
-            "dense_embedder": self.index.dense_name if use_dense else None,
-        }
-        return SearchResult(
-            query=text, mode=options.mode, candidates=tuple(candidates), details=details
-        )
+        return whole if options.sparse_unit == "document" else _both(whole, best)
 
-    # -- pieces ---------------------------------------------------------------------------
-    def _dense_weight(self, options: SearchOptions) -> float:
-        if options.dense_weight is not None:
-            if not 0.0 <= options.dense_weight <= 1.0:
-                raise InputError(f"dense weight is {options.dense_weight}, expected 0..1")
-            return options.dense_weight
-        return self.gate.weights.dense if self.gate.dense_trusted else 0.0
+    def _doc_rankings(self, rankings: _Rankings) -> dict[str, list[str]]:
+        ids = self.index.doc_ids
+        named = (("sparse", rankings.sparse), ("dense", rankings.dense))
+        out = {name: [ids[d] for d in r.order] for name, r in named if r is not None}
+        if rankings.signals is not None:
+            out["signals"] = [ids[d] for d in rankings.signals.order]
+        return out
 
     def _rank(
         self,
@@ -262,13 +263,13 @@ class HybridRetriever:
 
     def _signals(
         self,
-        terms: list[str],
-        sparse: _Ranked | None,
-        dense: _Ranked | None,
-        by_signals: _Ranked | None,
+        query: _Query,
+        rankings: _Rankings,
         top: list[str],
         observed: Mapping[str, float] | None = None,
     ) -> dict[str, float]:
+        """The retrieval signals the confidence model reads, for the top document."""
+        terms, sparse, dense, by_signals = query.terms, *_unpack(rankings)
         signals = dict.fromkeys(SIGNALS, 0.0)
         if not top:
             return signals
@@ -297,16 +298,18 @@ class HybridRetriever:
                 signals["signal_coverage"] = self.index.signals.coverage(observed, doc)
             if sparse is not None and sparse.order:
                 signals["signal_agreement"] = float(sparse.order[0] == by_signals.order[0])
+        if self.index.doc_phrases is not None and query.pairs:
+            signals["phrase_coverage"] = self.index.doc_phrases.coverage(query.pairs, doc)
         return signals
 
     def _candidates(
         self,
         top: list[str],
-        sparse: _Ranked | None,
-        dense: _Ranked | None,
-        by_signals: _Ranked | None,
+        rankings: _Rankings,
         final: dict[str, float],
     ) -> list[Candidate]:
+        """The top documents as candidates, each with its best chunk as the snippet."""
+        sparse, dense, by_signals = _unpack(rankings)
         metas = self.store.documents_meta(top)
         position = self.index.position
         chosen: dict[str, int] = {}
@@ -358,6 +361,21 @@ class HybridRetriever:
                 )
             )
         return out
+
+
+def _unpack(r: _Rankings) -> tuple[_Ranked | None, _Ranked | None, _Ranked | None]:
+    return r.sparse, r.dense, r.signals
+
+
+def _fusion_weights(plan: QueryPlan, rankings: _Rankings) -> dict[str, float]:
+    """RRF weight per ranking: the plan's dense weight against sparse (signals beside them when
+    they ran); a single-retriever mode fuses its one ranking with weight 1."""
+    if plan.mode != "hybrid":
+        return {plan.mode: 1.0}
+    weights = {"sparse": 1.0 - plan.dense_weight, "dense": plan.dense_weight}
+    if rankings.signals is not None:
+        weights["signals"] = plan.signal_weight
+    return weights
 
 
 def _both(whole: _Ranked, best: _Ranked) -> _Ranked:

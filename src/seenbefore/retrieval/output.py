@@ -31,17 +31,17 @@ def candidate_json(rank: int, c: Candidate) -> dict[str, Any]:
 
 
 def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
-    d = result.details
+    scored = result.scored  # the FTS path scores nothing: its figures are null
     payload: dict[str, Any] = {
         "query": result.query,
         "mode": result.mode,
-        "confidence": d.get("confidence"),
-        "confidence_label": d.get("confidence_label"),
-        "novel": d.get("novel"),
-        "dense_trusted": d.get("gate", {}).get("dense_trusted"),
-        "weights": d.get("weights"),
+        "confidence": result.confidence if scored else None,
+        "confidence_label": result.confidence_label if scored else None,
+        "novel": result.novel if scored else None,
+        "dense_trusted": result.gate.dense_trusted if result.gate else None,
+        "weights": dict(result.weights) if scored else None,
         "results": [candidate_json(i, c) for i, c in enumerate(result.candidates, 1)],
     }
     if explain:
-        payload["explain"] = d
+        payload["explain"] = result.explain()
     return payload

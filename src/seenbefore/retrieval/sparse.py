@@ -1,4 +1,7 @@
-"""Keyword search through the store (FTS5 BM25): best chunk per document, filtered before ranking."""
+"""Keyword search through the store's own full-text index (SQLite FTS5, PostgreSQL full
+text): best chunk per document, filtered before ranking, unscored (no gate, no confidence).
+This is the store's path, timed beside the in-memory index in benchmarks/ingest.py and
+benchmarks/latency.py; ``search --mode sparse`` ranks with the in-memory BM25 (bm25.py)."""
 
 from __future__ import annotations
 
@@ -49,5 +52,5 @@ def sparse_search(store: Store, text: str, filters: SearchFilters, *, k: int = 5
         query=text,
         mode="sparse",
         candidates=tuple(rank_superseded_last(candidates)),
-        details={"terms": terms},
+        terms=tuple(terms),
     )

@@ -268,30 +268,30 @@ class PostgresStore(JsonSettings):
         return None if value is None else str(value)
 
     def set_meta(self, key: str, value: str) -> None:
-        self._db.run(
-            lambda c: c.execute(
+        def write(conn: Conn) -> None:
+            conn.execute(
                 "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET"
                 " value = excluded.value",
                 (key, value),
-            ),
-            tiers=(),
-            write=True,
-        )
+            )
+            pgrows.bump(conn)  # settings a search reads: cached contexts go stale
+
+        self._db.run(write, tiers=(), write=True)
 
     def get_blob(self, key: str) -> bytes | None:
         value = self._value("SELECT value FROM blobs WHERE key = %s", (key,))
         return None if value is None else bytes(value)
 
     def put_blob(self, key: str, value: bytes) -> None:
-        self._db.run(
-            lambda c: c.execute(
+        def write(conn: Conn) -> None:
+            conn.execute(
                 "INSERT INTO blobs (key, value, updated_at) VALUES (%s, %s, %s) ON CONFLICT (key)"
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 (key, value, utc_now()),
-            ),
-            tiers=(),
-            write=True,
-        )
+            )
+            pgrows.bump(conn)
+
+        self._db.run(write, tiers=(), write=True)
 
     def chunks_changed(self) -> int:
         """Chunks written or deleted since the store was created (for LSA staleness)."""

@@ -305,7 +305,7 @@ class SQLiteStore(JsonSettings):
         return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._write(bump=False) as conn:
+        with self._write() as conn:  # settings a search reads: cached contexts go stale
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET"
                 " value = excluded.value",
@@ -317,7 +317,7 @@ class SQLiteStore(JsonSettings):
         return bytes(rows[0][0]) if rows else None
 
     def put_blob(self, key: str, value: bytes) -> None:
-        with self._write(bump=False) as conn:
+        with self._write() as conn:
             conn.execute(
                 "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key)"
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",

@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "Ingestor": "seenbefore.knowledge.ingest",
     "InputError": "seenbefore.errors",
     "MappingError": "seenbefore.errors",
+    "MissingExtraError": "seenbefore.errors",
     "NotFoundError": "seenbefore.errors",
     "Postmortem": "seenbefore.types",
     "PostmortemInvalid": "seenbefore.errors",

@@ -226,7 +226,8 @@ def load_neural_embedder() -> Embedder | None:
         return _load_minilm()
     except Exception as exc:  # any load failure means: fall back to LSA, and say why
         _MINILM_FAILURE = f"{type(exc).__name__}: {exc}"
-        log.warning("neural embedder unavailable, falling back to LSA: %s", _MINILM_FAILURE)
+        then = "falling back to LSA" if lsa_unavailable() is None else "and LSA cannot be fitted"
+        log.warning("neural embedder unavailable, %s: %s", then, _MINILM_FAILURE)
         return None
 
 

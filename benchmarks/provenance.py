@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import platform
 import subprocess
@@ -58,7 +59,21 @@ def provenance(script: str, argv: Sequence[str] | None = None) -> dict[str, Any]
     }
 
 
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None (JSON has no NaN: a metric that is
+    undefined, such as AUROC over one class, is written as null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
 def write_results(path: Path, record: dict[str, Any]) -> Path:
+    """Write ``record`` as strict JSON (undefined metrics as null) and return the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    text = json.dumps(finite(record), indent=2, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
     return path

@@ -96,6 +96,10 @@ def _ingest(corpus: str) -> dict[str, Any]:
     return data
 
 
+def _selftest(mode: str) -> float:
+    return float(_load("selftest.json")["modes"][mode]["mrr"])
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -286,6 +290,25 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
         "ingest, SciFact 10k and 100k chunks",
         lambda: "10k chunks at {:,.0f} chunks/s, 100k at {:,.0f} chunks/s".format(
             _ingest("scifact-10k")["chunks_per_s"], _ingest("scifact-100k")["chunks_per_s"]
+        ),
+    ),
+    # seenbefore eval --self-test on the sample KB, from benchmarks/selftest.py
+    (
+        "self-test cases and overlap",
+        lambda: "sample KB ({} leave-one-out cases, symptom text only, overlap {:.2f})".format(
+            _load("selftest.json")["header"]["cases"].split()[0],
+            _load("selftest.json")["mean_token_overlap"],
+        ),
+    ),
+    (
+        "self-test MRR per mode",
+        lambda: (
+            "MRR: sparse {:.3f}, dense MiniLM {:.3f}, dense LSA {:.3f}, gated MiniLM {:.3f}".format(
+                _selftest("sparse"),
+                _selftest("dense (MiniLM)"),
+                _selftest("dense (LSA)"),
+                _selftest("gated (MiniLM)"),
+            )
         ),
     ),
     # real incident text, from benchmarks/realtext.py --dense

@@ -161,6 +161,21 @@ def _detector(what: str, key: str = "points_per_s") -> float:
     return float(_load("detector.json")["results"][what][key])
 
 
+def _golden(mode: str, key: str) -> float:
+    return float(_load("eval_golden.json")["modes"][mode][key])
+
+
+def _golden_novel_caught() -> str:
+    total = int(_load("eval_golden.json")["header"]["cases"].split("(")[1].split()[0])
+    caught = round(_golden("gated (MiniLM)", "novel_recall") * total)
+    return f"({caught} of the {total} novel cases caught"
+
+
+def _golden_auroc_span() -> str:
+    aurocs = [m["shipped_auroc"] for m in _load("eval_golden.json")["modes"].values()]
+    return f"AUROC of confidence (precedent vs none) {min(aurocs):.3f}–{max(aurocs):.3f}"
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -229,6 +244,22 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
     (
         "simulator forest batch",
         lambda: "batch {:,.0f} points/s (its code is unchanged)".format(_detector("forest batch")),
+    ),
+    (
+        "NAB published peers, all 58",
+        lambda: "published on all 58: ARTime {ARTime:.1f}, HTM {HTM:.1f}, CAD OSE {CAD:.1f}".format(
+            ARTime=_load("nab.json")["scoreboard_all58"]["ARTime"],
+            HTM=_load("nab.json")["scoreboard_all58"]["numenta HTM"],
+            CAD=_load("nab.json")["scoreboard_all58"]["CAD OSE"],
+        ),
+    ),
+    (
+        "CLI row: ingest wall time and chunks/s, both runtimes",
+        lambda: "ingest of the 71 samples {:.1f} s vs {:.1f} s ({:.0f} chunks/s both".format(
+            _runtime(_load("cli_latency.json"), "onnx")["ingest_s"],
+            _runtime(_load("cli_latency.json"), "torch")["ingest_s"],
+            _runtime(_load("cli_latency.json"), "onnx")["ingest_chunks_per_s"],
+        ),
     ),
     # the golden cases, from seenbefore eval --report-dir
     (
@@ -413,6 +444,48 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _selftest("dense (MiniLM)"),
                 _selftest("dense (LSA)"),
                 _selftest("gated (MiniLM)"),
+            )
+        ),
+    ),
+    (
+        "golden cases, counts and overlap",
+        lambda: (
+            "| golden cases ({}, {} with no precedent; mean query/postmortem token overlap "
+            "{:.2f})".format(
+                _load("eval_golden.json")["header"]["cases"].split()[0],
+                _load("eval_golden.json")["header"]["cases"].split("(")[1].split()[0],
+                _load("eval_golden.json")["mean_token_overlap"],
+            )
+        ),
+    ),
+    (
+        "golden cases, Hit@1",
+        lambda: "Hit@1: sparse {:.3f}, dense MiniLM {:.3f}, gated MiniLM {:.3f};".format(
+            _golden("sparse", "hit@1"),
+            _golden("dense (MiniLM)", "hit@1"),
+            _golden("gated (MiniLM)", "hit@1"),
+        ),
+    ),
+    (
+        "golden cases, sparse novel P/R",
+        lambda: "novel precision/recall: sparse {:.3f}/{:.3f},".format(
+            _golden("sparse", "novel_precision"), _golden("sparse", "novel_recall")
+        ),
+    ),
+    ("golden cases, novel cases caught", _golden_novel_caught),
+    ("golden cases, AUROC span", _golden_auroc_span),
+    # the simulator's incidents, from benchmarks/detection.py
+    (
+        "detection incidents",
+        lambda: "| detection, {} injected incidents over 48 h (seed {}) |".format(
+            _load("detection.json")["incidents"], _load("detection.json")["seed"]
+        ),
+    ),
+    (
+        "detection precision/recall",
+        lambda: (
+            "event-level precision {:.2f}, recall {:.2f} (`benchmarks/results/detection.json`)".format(
+                _load("detection.json")["precision"], _load("detection.json")["recall"]
             )
         ),
     ),

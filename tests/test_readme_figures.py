@@ -176,6 +176,30 @@ def _golden_auroc_span() -> str:
     return f"AUROC of confidence (precedent vs none) {min(aurocs):.3f}–{max(aurocs):.3f}"
 
 
+REALTEXT_SETS = ("aws", "graphrca", "sample-kb")
+
+
+def _realtext_row(label: str, mode: str, bold: bool = False) -> str:
+    cells = [f"{_aws(mode, split=split):.3f}" for split in REALTEXT_SETS]
+    if bold:
+        cells = [f"**{c}**" for c in cells]
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def _peers_row() -> str:
+    cells = [
+        f"{_aws('rank_bm25 (BM25Okapi)', split=s):.3f} / {_aws('bm25s', split=s):.3f}"
+        for s in REALTEXT_SETS
+    ]
+    return (
+        "| rank_bm25 / bm25s, whole documents (peers, same process) | " + " | ".join(cells) + " |"
+    )
+
+
+def _realtext_novel(split: str, key: str) -> float:
+    return _aws("ours hybrid (gated, default)", f"novelty/{key}", split)
+
+
 def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
@@ -496,6 +520,53 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
         lambda: f"| {_aws('ours sparse, whole document (default)'):.3f} |",
     ),
     ("AWS Hit@1, best chunk", lambda: f"| {_aws('ours sparse, best chunk'):.3f} |"),
+    ("realtext table, peers", _peers_row),
+    (
+        "realtext table, best chunk",
+        lambda: _realtext_row("ours, BM25 best chunk (before)", "ours sparse, best chunk"),
+    ),
+    (
+        "realtext table, whole document",
+        lambda: _realtext_row(
+            "ours, BM25F whole document + word pairs", "ours sparse, whole document (default)"
+        ),
+    ),
+    (
+        "realtext table, default hybrid",
+        lambda: _realtext_row(
+            "**ours, default hybrid (MiniLM, weight 0.3)**", "ours hybrid (gated, default)", True
+        ),
+    ),
+    (
+        "realtext table, set sizes",
+        lambda: "| Hit@1 | AWS events | graphrca ({}) | golden cases ({}) |".format(
+            _load("realtext.json")["sets"]["graphrca"]["documents"],
+            _load("realtext.json")["sets"]["sample-kb"]["cases"],
+        ),
+    ),
+    (
+        "AWS novelty: events without precedent",
+        lambda: "so that {} of the {} first updates have no precedent".format(
+            _load("realtext.json")["sets"]["aws-novelty"]["cases"]
+            - _load("realtext.json")["sets"]["aws-novelty"]["documents"],
+            _load("realtext.json")["sets"]["aws-novelty"]["cases"],
+        ),
+    ),
+    (
+        "AWS novelty P/R",
+        lambda: "novel precision {:.2f} and recall {:.2f}".format(
+            _realtext_novel("aws-novelty", "novel_precision"),
+            _realtext_novel("aws-novelty", "novel_recall"),
+        ),
+    ),
+    (
+        "AWS, every event present: share called novel",
+        lambda: f"it calls {_realtext_novel('aws', 'novel_rate') * 100:.0f} % of the queries novel",
+    ),
+    (
+        "graphrca: share called novel",
+        lambda: f"(it calls {_realtext_novel('graphrca', 'novel_rate') * 100:.0f} % novel)",
+    ),
     (
         "AWS Hit@1, rank_bm25 / bm25s",
         lambda: f"{_aws('rank_bm25 (BM25Okapi)'):.3f} / {_aws('bm25s'):.3f}",

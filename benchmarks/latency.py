@@ -19,12 +19,21 @@ minutes to hours; never part of the tests):
     python benchmarks/latency.py --backend postgres --sizes 100000
     python benchmarks/latency.py --backend postgres --pg-only --sizes 1000000 --pg-replicate 10 \
         --queries 30 --pg-build-memory 3GB
+
+The bounded run whose figures the results file keeps (``summary``: KnowledgeBase.search p50/p95
+per backend, hybrid and sparse, both query sets pooled; a few hundred searches, loopback
+PostgreSQL):
+
+    python benchmarks/latency.py --backend postgres --sizes 1000 --queries 100
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,15 +93,16 @@ def run_size(
         "chunks": len(rows.ids),
         "index_build_s": round(time.perf_counter() - started, 2),
     }
+    pooled: dict[str, list[float]] = {"hybrid": [], "sparse": []}
     for label, texts in queries.items():
         for mode in ("sparse", "dense", "hybrid"):
-            ms, stages = [], []
+            ms = []
             for text in texts:
                 clock = time.perf_counter()
-                result = kb.search(text, FILTER, SearchOptions(k=10, mode=mode))
+                kb.search(text, FILTER, SearchOptions(k=10, mode=mode))
                 ms.append((time.perf_counter() - clock) * 1000)
-                stages.append(result.details["timings"])
             out[f"{label} {mode}"] = pct(ms)
+            pooled.get(mode, []).extend(ms)
         ms = []
         for text in texts:
             clock = time.perf_counter()
@@ -100,6 +110,7 @@ def run_size(
             ms.append((time.perf_counter() - clock) * 1000)
         out[f"{label} sparse (FTS5)"] = pct(ms)
     kb.close()
+    out["_pooled"] = pooled
     return out
 
 
@@ -143,18 +154,26 @@ def run_postgres(
             kb.index()
             out["in-memory index_build_s"] = round(time.perf_counter() - clock, 2)
             rng = np.random.default_rng(2)
+            pooled: dict[str, list[float]] = {"hybrid": [], "sparse": []}
             for label, texts in queries.items():
-                ms, mix = [], []
+                ms, mix, sparse = [], [], []
                 for text in texts:
                     clock = time.perf_counter()
                     kb.search(text, FILTER, SearchOptions(k=10, mode="hybrid"))
                     ms.append((time.perf_counter() - clock) * 1000)
+                    clock = time.perf_counter()
+                    kb.search(text, FILTER, SearchOptions(k=10, mode="sparse"))
+                    sparse.append((time.perf_counter() - clock) * 1000)
                     vector = normalise(rng.standard_normal((1, 384)))[0]
                     clock = time.perf_counter()
                     mixed(kb.index(), store, query_terms(text), vector, FILTER)
                     mix.append((time.perf_counter() - clock) * 1000)
                 out[f"{label} hybrid (in-memory index)"] = pct(ms)
+                out[f"{label} sparse (in-memory index)"] = pct(sparse)
                 out[f"{label} hybrid (in-memory BM25 + pgvector)"] = pct(mix)
+                pooled["hybrid"].extend(ms)
+                pooled["sparse"].extend(sparse)
+            out["_pooled"] = pooled
         rng = np.random.default_rng(1)
         for label, texts in queries.items():
             totals: list[float] = []
@@ -220,6 +239,11 @@ def main() -> int:
                 results[f"{size} chunks, postgres"] = run_postgres(
                     args.scifact, size, queries, counts, args
                 )
+    summary = {}  # KnowledgeBase.search per backend, both query sets pooled
+    for corpus, rows in results.items():
+        pooled = rows.pop("_pooled", None) if isinstance(rows, dict) else None
+        if pooled:
+            summary[corpus] = {f"kb.search {mode}": pct(ms) for mode, ms in pooled.items() if ms}
     table = Table(title="search latency, filter keeps ~1/3 (ms; query embedding excluded)")
     for col in ("corpus", "what", "p50", "p95", "p99"):
         table.add_column(col, justify="right")
@@ -232,9 +256,24 @@ def main() -> int:
                 table.add_row(corpus, what, *(str(r[k]) for k in ("p50", "p95", "p99")))
             else:
                 table.add_row(corpus, what, str(r), "", "")
+    for corpus, rows in summary.items():
+        for what, r in rows.items():
+            table.add_row(f"{corpus} (summary)", what, *(str(r[k]) for k in ("p50", "p95", "p99")))
     console.print(table)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    payload = {
+        "command": "python benchmarks/latency.py " + " ".join(sys.argv[1:]),
+        "commit": commit,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
+        "note": "KnowledgeBase.search wall time, query embedding excluded (random query "
+        "vectors); other jobs may share the machine",
+        "summary": summary,
+        "results": results,
+    }
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
 
 

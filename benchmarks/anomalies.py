@@ -46,7 +46,6 @@ from seenbefore.evaluation.anomalies import (
     signal_ranking,
 )
 from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence
-from seenbefore.evaluation.runner import run_case
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.cache import CachingEmbedder
 from seenbefore.retrieval.embedders import load_neural_embedder
@@ -110,9 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with console.status("ranking each case with each retriever"):
             runs = {
                 c.case.id: {
-                    "sparse": run_case(kb, c.case, "sparse", tiers=TIERS, k=100).ranking,
+                    # each retriever alone as the anomaly profile runs it (BM25 by best
+                    # chunk, evaluation/anomalies.run_anomaly), then fused offline below
+                    "sparse": run_anomaly(kb, c, tiers=TIERS, mode="sparse", k=100).ranking,
                     "dense": (
-                        run_case(kb, c.case, "dense", tiers=TIERS, k=100).ranking
+                        run_anomaly(kb, c, tiers=TIERS, mode="dense", k=100).ranking
                         if kb.store.embedder_info()
                         else []
                     ),

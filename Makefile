@@ -15,7 +15,7 @@ $(BIN)/python:
 # or pip resolves a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[neural,lsa,detect,calibrate,llm,server,postgres,eval,dev]'
+	$(BIN)/pip install --quiet -e '.[neural,lsa,detect,llm,server,postgres,eval,dev]'
 	$(BIN)/seenbefore embedder export
 	touch $(STAMP)
 

@@ -147,9 +147,8 @@ def test_default_path_runs_without_any_extra(plain: dict[str, Any]) -> None:
     stats = json.loads(plain["stats"]["output"])
     assert stats["documents"] == 63 and stats["weights"] == {"sparse": 1.0, "dense": 0.0}
     assert stats["weights_source"] == "no dense vectors in the store"
-    # no scipy: self-calibration did not run, and the live model line says why and what to do
-    assert "pip install 'seenbefore[calibrate]'" in stats["confidence_model"]
-    assert stats["confidence_model"].startswith("shipped defaults: ")
+    # no scipy: the KB still calibrates itself (numpy's projected Newton fits the models)
+    assert stats["confidence_model"].startswith("sparse: self-calibrated on "), stats
     assert plain["imported"] == []  # nothing optional was imported on the way
 
 
@@ -199,10 +198,10 @@ def test_requires_reraises_an_import_error_that_is_not_an_extra() -> None:
 def test_missing_and_available_find_without_importing() -> None:
     assert extras.available("numpy", "json")
     assert not extras.available("seenbefore_no_such_module")
-    assert extras.missing("calibrate", "fitting", "numpy") is None
-    assert extras.missing("calibrate", "fitting", "numpy", "no_such_mod") == (
-        "fitting needs no_such_mod, which is not installed; install the 'calibrate' extra: "
-        "pip install 'seenbefore[calibrate]'"
+    assert extras.missing("lsa", "fitting", "numpy") is None
+    assert extras.missing("lsa", "fitting", "numpy", "no_such_mod") == (
+        "fitting needs no_such_mod, which is not installed; install the 'lsa' extra: "
+        "pip install 'seenbefore[lsa]'"
     )
 
 

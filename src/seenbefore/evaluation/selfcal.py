@@ -214,14 +214,6 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
         )
         kb.store.set_json(RECORD, record)
         return record
-    from seenbefore.evaluation.calibrate import calibration_unavailable
-
-    unfit = calibration_unavailable()  # a plain install (no scipy) keeps the shipped defaults
-    if unfit:
-        record["live"] = "shipped defaults"
-        record["reason"] = f"{unfit}, then run `seenbefore reindex`"
-        kb.store.set_json(RECORD, record)
-        return record
     fit, held, tiers = self_cases(kb, seed=seed)
     record.update({"fit_cases": len(fit), "held_out_cases": len(held), "seed": seed})
     saved_embedder = kb.query_embedder

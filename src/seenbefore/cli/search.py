@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -144,7 +145,7 @@ def render_explain(result: SearchResult) -> None:
     )
     fit = result.confidence_model_fit
     if fit is not None and fit.live:
-        console.print(f"[bold]live confidence model[/]: {fit.live}")
+        console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")
     if result.sparse_unit:
         console.print(f"[bold]sparse[/]: ranked by {result.sparse_unit} (BM25F + word pairs)")
     table = Table(title="per-retriever ranks and scores")

@@ -33,11 +33,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedders", default="minilm,lsa")
     parser.add_argument("--out", type=Path, default=RESULTS / "selftest.json")
     args = parser.parse_args(argv)
-    cli, payload = run_cli_json(
-        ["eval", "--self-test", "--kb", str(args.kb), "--embedders", args.embedders, "--json"]
+    return record_eval(
+        ["eval", "--self-test", "--kb", str(args.kb), "--embedders", args.embedders, "--json"],
+        "benchmarks/selftest.py",
+        argv,
+        args.out,
     )
-    record: dict[str, Any] = {**provenance("benchmarks/selftest.py", argv), "cli": cli, **payload}
-    table = Table(title=f"self-test: {payload['header']['cases']} cases")
+
+
+def record_eval(cli_args: list[str], script: str, argv: Sequence[str] | None, out: Path) -> int:
+    """Run ``seenbefore eval ... --json``, print its modes and keep it at ``out``."""
+    cli, payload = run_cli_json(cli_args)
+    record: dict[str, Any] = {**provenance(script, argv), "cli": cli, **payload}
+    table = Table(title=f"{script}: {payload['header']['cases']} cases")
     for col in ("mode", "Hit@1", "Hit@3", "MRR", "novel P", "novel R"):
         table.add_column(col, justify="left" if col == "mode" else "right")
     for name, m in payload["modes"].items():
@@ -45,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table.add_row(name, *("-" if m.get(k) is None else f"{m[k]:.3f}" for k in keys))
     console.print(table)
     console.print(f"mean token overlap {payload['mean_token_overlap']:.2f}")
-    console.print(f"wrote {write_results(args.out, record)}")
+    console.print(f"wrote {write_results(out, record)}")
     return 0
 
 

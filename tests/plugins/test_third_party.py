@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,20 +82,25 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def test_pip_installed_plugin_is_found_built_and_reached(installed: Path, tmp_path: Path) -> None:
-    repo = Path(__file__).resolve().parents[2]
-    out = tmp_path / "echo.jsonl"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(repo)])}
+def _run_child(script: str, args: list[str], env: dict[str, str], cwd: Path) -> Any:
+    """Run ``script`` in a fresh interpreter; the JSON object its last output line holds."""
     done = subprocess.run(
-        [sys.executable, "-c", CHECK, str(out), str(tmp_path / "outbox.sqlite")],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=120,
         env=env,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_pip_installed_plugin_is_found_built_and_reached(installed: Path, tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "echo.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(repo)])}
+    report = _run_child(CHECK, [str(out), str(tmp_path / "outbox.sqlite")], env, tmp_path)
     assert report["notifiers"] == ["echo", "echo-broken", "opsgenie", "pagerduty", "slack", "teams"]
     assert report["embedders"] == ["echo", "hashing", "minilm"]
     assert report["llm_clients"] == ["echo", "openai"]
@@ -159,16 +165,7 @@ def test_the_embedder_setting_selects_the_installed_plugin_embedder(
         "PYTHONPATH": os.pathsep.join([str(installed), str(repo / "src")]),
         "SEENBEFORE_HOME": str(tmp_path / "home"),
     }
-    done = subprocess.run(
-        [sys.executable, "-c", SELECT, str(docs)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _run_child(SELECT, [str(docs)], env, tmp_path)
     assert report["ingest"] == 0
     stats = report["stats"]
     # every chunk was embedded by the plugin's letter counter, found by entry point

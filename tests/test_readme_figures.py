@@ -196,6 +196,13 @@ def _peers_row() -> str:
     )
 
 
+def _lat(scope: str, what: str, which: str = "p50/p95") -> str:
+    """p50/p95 (or p50/p95/p99) of one latency row, as the README prints them."""
+    data = _load("latency.json")
+    row = data["summary" if what.startswith("kb.search") else "results"][scope][what]
+    return "/".join(f"{row[k]:.2f}" for k in which.split("/"))
+
+
 def _seeds_sentence() -> str:
     seeds = _load("realtext.json")["sets"]["aws-novelty-seeds"]
     summary = seeds["summary"]
@@ -234,6 +241,44 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
     ),
     # NAB, from seenbefore nab ... --json
     ("NAB all 51, standard", lambda: f"**{_load('nab.json')['normalised_score']:.1f}**"),
+    # search latency at 100k chunks, from benchmarks/latency.py --backend postgres --sizes 100000
+    (
+        "latency row, kb.search",
+        lambda: (
+            "SQLite hybrid {} ms, sparse {} ms; PostgreSQL store hybrid {} ms, sparse {} ms"
+        ).format(
+            _lat("100000 chunks", "kb.search hybrid"),
+            _lat("100000 chunks", "kb.search sparse"),
+            _lat("100000 chunks, postgres", "kb.search hybrid"),
+            _lat("100000 chunks, postgres", "kb.search sparse"),
+        ),
+    ),
+    (
+        "latency row, FTS5 and query embedding",
+        lambda: (
+            "FTS5 p95 {:.1f} ms (30-word alerts {:.1f} ms). MiniLM query embedding p50 {:.1f}".format(
+                _load("latency.json")["results"]["100000 chunks"]["scifact sparse (FTS5)"]["p95"],
+                _load("latency.json")["results"]["100000 chunks"]["alert-30w sparse (FTS5)"]["p95"],
+                _load("latency.json")["results"]["query embedding (MiniLM, 1 query)"]["p50"],
+            )
+        ),
+    ),
+    (
+        "PostgreSQL latency bullet",
+        lambda: (
+            "hybrid over the PostgreSQL store {} (SQLite {}); in-database hybrid {} (30-word "
+            "alerts {})"
+        ).format(
+            _lat("100000 chunks, postgres", "kb.search hybrid", "p50/p95/p99"),
+            _lat("100000 chunks", "kb.search hybrid", "p50/p95/p99"),
+            _lat("100000 chunks, postgres", "scifact hybrid (in database)", "p50/p95/p99"),
+            _lat("100000 chunks, postgres", "alert-30w hybrid (in database)", "p50/p95/p99"),
+        ),
+    ),
+    (
+        "NAB run time",
+        lambda: f"`benchmarks/results/nab.json`, {_load('nab.json')['seconds']:.1f} s",
+    ),
     ("NAB realAWSCloudwatch", lambda: f"ours {_scope('realAWSCloudwatch'):.1f}"),
     ("NAB low FP, all", lambda: f"| {_scope('all', 'reward_low_FP_rate'):.1f} |"),
     ("NAB low FN, all", lambda: f"| {_scope('all', 'reward_low_FN_rate'):.1f} |"),

@@ -14,7 +14,6 @@ JSON under benchmarks/results/. Never fails on time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import secrets
@@ -34,6 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from provenance import provenance, write_results
 from seenbefore.evaluation.cases import load_cases
 
 REPO = Path(__file__).resolve().parents[1]
@@ -219,23 +219,18 @@ def report(results: Results, elapsed: float, args: argparse.Namespace, target: s
         table.add_row(kind, *(str(v) for v in row.values()))
     console.print(table)
     console.print(f"statuses: {dict(sorted(results.statuses.items()))}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "target": target,
-                "clients": args.clients,
-                "duration_s": round(elapsed, 2),
-                "investigate_share": args.investigate_share,
-                "embedder": args.embedder if not args.url else None,
-                "cpus": os.cpu_count(),
-                "kinds": rows,
-                "statuses": results.statuses,
-            },
-            indent=2,
-        )
-    )
-    console.print(f"written to {args.out}")
+    record = {
+        **provenance("benchmarks/service.py"),
+        "target": target,
+        "clients": args.clients,
+        "duration_s": round(elapsed, 2),
+        "investigate_share": args.investigate_share,
+        "embedder": args.embedder if not args.url else None,
+        "cpus": os.cpu_count(),
+        "kinds": rows,
+        "statuses": results.statuses,
+    }
+    console.print(f"written to {write_results(args.out, record)}")
 
 
 def main() -> int:

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from provenance import provenance
 from seenbefore.core.fusion import RRF_K, ranked, rrf
 from seenbefore.core.trust import WEIGHT_GRID, FusionWeights, choose_weight_cv
 from seenbefore.retrieval.bm25 import BM25Index, phrases
@@ -301,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("[yellow]--limit-queries: a subset, not comparable with published figures")
 
     report = {
-        "command": " ".join(["benchmarks/beir.py", *(argv or sys.argv[1:])]),
+        **provenance("benchmarks/beir.py", argv),
         "dataset": "BEIR SciFact",
         "data": str(args.data),
         "backend": args.backend,

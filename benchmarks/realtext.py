@@ -26,10 +26,8 @@ import argparse
 import bisect
 import datetime as dt
 import json
-import platform
 import random
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from provenance import provenance
 from seenbefore.config import Settings
 from seenbefore.core.confidence import auroc, expected_calibration_error
 from seenbefore.evaluation.cases import Case, load_cases
@@ -330,14 +329,6 @@ def show(name: str, result: dict[str, Any]) -> None:
     console.print(table)
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
-        return out.stdout.strip()
-    except OSError:
-        return "unknown"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -404,13 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["sample-kb"]["self_calibration"] = kb.store.get_json("self_calibration")
             show("sample-kb", results["sample-kb"])
             kb.close()
-    record = {
-        "command": " ".join(["benchmarks/realtext.py", *(argv or sys.argv[1:])]),
-        "commit": _commit(),
-        "machine": f"{platform.node()} {platform.machine()} {platform.python_version()}",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "sets": results,
-    }
+    record = {**provenance("benchmarks/realtext.py", argv), "sets": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
     console.print(f"wrote {args.out}")

@@ -23,13 +23,22 @@ RESULTS = REPO / "benchmarks" / "results"
 
 
 def commit() -> str:
-    """The checked-out commit, with ``+dirty`` when tracked files differ from it."""
+    """The checked-out commit, with ``+dirty`` when tracked files differ from it (results
+    files aside: one benchmark writing its JSON does not make the next one's code dirty)."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)benchmarks/results",
+            ],
             cwd=REPO,
             capture_output=True,
             text=True,

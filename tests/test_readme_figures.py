@@ -196,6 +196,11 @@ def _peers_row() -> str:
     )
 
 
+def _pg_beir(configuration: str) -> float:
+    rows = _load("beir_postgres.json")["results"]
+    return float(next(r["ndcg@10"] for r in rows if r["configuration"] == configuration))
+
+
 def _lat(scope: str, what: str, which: str = "p50/p95") -> str:
     """p50/p95 (or p50/p95/p99) of one latency row, as the README prints them."""
     data = _load("latency.json")
@@ -273,6 +278,38 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _lat("100000 chunks", "kb.search hybrid", "p50/p95/p99"),
             _lat("100000 chunks, postgres", "scifact hybrid (in database)", "p50/p95/p99"),
             _lat("100000 chunks, postgres", "alert-30w hybrid (in database)", "p50/p95/p99"),
+        ),
+    ),
+    # the service under load, from benchmarks/service.py --duration 60
+    (
+        "service load",
+        lambda: "{:.2f} req/s, search p50/p95/p99 {} ms, investigate {} ms, {} errors".format(
+            _load("service.json")["kinds"]["all"]["throughput_rps"],
+            "/".join(
+                f"{_load('service.json')['kinds']['search'][f'p{q}_ms']:.2f}" for q in (50, 95, 99)
+            ),
+            "/".join(
+                f"{_load('service.json')['kinds']['investigate'][f'p{q}_ms']:.2f}"
+                for q in (50, 95, 99)
+            ),
+            _load("service.json")["kinds"]["all"]["errors"],
+        ),
+    ),
+    # PostgreSQL full text against BM25, from benchmarks/beir.py --backend postgres
+    (
+        "PostgreSQL FTS on SciFact",
+        lambda: (
+            "SciFact nDCG@10 {:.3f} (`ts_rank_cd`, best normalisation) against BM25's {:.3f}; "
+            "in-database FTS + HNSW fused {:.3f} vs the in-memory hybrid's {:.3f}"
+        ).format(
+            max(
+                r["ndcg@10"]
+                for r in _load("beir_postgres.json")["results"]
+                if r["configuration"].startswith("PG full text")
+            ),
+            _pg_beir("BM25 unstemmed"),
+            _pg_beir("PG RRF gated"),
+            _pg_beir("RRF gated"),
         ),
     ),
     (

@@ -114,6 +114,20 @@ PLAIN = (
 )
 
 
+def _run_child(script_and_args: list[str], env: dict[str, str], cwd: Path) -> Any:
+    """Run a script in a fresh interpreter; the JSON object its last output line holds."""
+    done = subprocess.run(
+        [sys.executable, "-c", *script_and_args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     home = tmp_path_factory.mktemp("plain-home")
@@ -125,16 +139,9 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "COLUMNS": "200",
     }
     env.pop("SEENBEFORE_EMBEDDER", None)
-    done = subprocess.run(
-        [sys.executable, "-c", PLAIN, str(REPO / "examples" / "postmortems"), " ".join(BLOCKED)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=home,
+    report: dict[str, Any] = _run_child(
+        [PLAIN, str(REPO / "examples" / "postmortems"), " ".join(BLOCKED)], env, home
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return report
 
 
@@ -270,16 +277,7 @@ def test_eval_with_only_the_eval_extra_runs_the_sparse_modes(tmp_path: Path) -> 
         "PYTHONPATH": str(REPO / "src"),
     }
     env.pop("SEENBEFORE_EMBEDDER", None)
-    done = subprocess.run(
-        [sys.executable, "-c", EVAL_ONLY],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    run = json.loads(done.stdout.strip().splitlines()[-1])
+    run = _run_child([EVAL_ONLY], env, REPO)
     assert run["code"] == 0, run["output"][-3000:]
     report = json.loads(run["output"][run["output"].index("{") :])
     assert list(report["modes"]) == ["sparse"] and report["best_mode"] == "sparse"

@@ -50,8 +50,8 @@ def _stage(embedder: str, stage: str, q: str) -> float:
     return float(_load(f"investigate_{embedder}.json")["stages"][stage][q])
 
 
-def _beir(configuration: str, key: str = "ndcg@10") -> float:
-    row = next(r for r in _load("beir.json")["results"] if r["configuration"] == configuration)
+def _beir(configuration: str, key: str = "ndcg@10", results: str = "beir.json") -> float:
+    row = next(r for r in _load(results)["results"] if r["configuration"] == configuration)
     return float(row[key])
 
 
@@ -196,11 +196,6 @@ def _peers_row() -> str:
     )
 
 
-def _pg_beir(configuration: str) -> float:
-    rows = _load("beir_postgres.json")["results"]
-    return float(next(r["ndcg@10"] for r in rows if r["configuration"] == configuration))
-
-
 def _lat(scope: str, what: str, which: str = "p50/p95") -> str:
     """p50/p95 (or p50/p95/p99) of one latency row, as the README prints them."""
     data = _load("latency.json")
@@ -307,9 +302,9 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 for r in _load("beir_postgres.json")["results"]
                 if r["configuration"].startswith("PG full text")
             ),
-            _pg_beir("BM25 unstemmed"),
-            _pg_beir("PG RRF gated"),
-            _pg_beir("RRF gated"),
+            _beir("BM25 unstemmed", results="beir_postgres.json"),
+            _beir("PG RRF gated", results="beir_postgres.json"),
+            _beir("RRF gated", results="beir_postgres.json"),
         ),
     ),
     (

@@ -196,9 +196,12 @@ def url_secrets(url: str) -> tuple[str, ...]:
     except httpx.InvalidURL:
         return tuple(forms)
     forms.append(str(parsed))
-    path = parsed.raw_path.decode("ascii", "replace")
+    path = parsed.raw_path.decode("ascii", "replace")  # path with its query, if any
     if path not in ("", "/"):
         forms.append(path)
+    query = parsed.query.decode("ascii", "replace")
+    if query:
+        forms.append(query)
     return tuple(forms)
 
 

@@ -139,16 +139,12 @@ def teams_payload(message: Notification, review_url: str | None = None) -> dict[
 
 
 def _secret_forms(url: str) -> tuple[str, ...]:
-    forms = list(url_secrets(url))
+    """The URL's secret forms (notify.base.url_secrets) plus the Workflows signature alone."""
     try:
-        parsed = httpx.URL(url)
+        signatures = httpx.URL(url).params.get_list("sig")
     except httpx.InvalidURL:
-        return tuple(forms)
-    query = parsed.query.decode("ascii", "replace")
-    if query:
-        forms.append(query)
-    forms.extend(value for key, value in parsed.params.multi_items() if key == "sig")
-    return tuple(forms)
+        signatures = []
+    return (*url_secrets(url), *signatures)
 
 
 class TeamsNotifier(HttpSender):

@@ -72,8 +72,7 @@ class QueryPlan:
             self.mode, f"hybrid:{family}" if self.dense_weight > 0 else "sparse"
         )
         if self.options.profile == "anomaly" and self.mode == "hybrid":
-            signals_on = bool(self.options.signals) and (self.options.signal_weight or 0) > 0
-            return (f"anomaly:{base}" + ("+signals" if signals_on else ""), base)
+            return (f"anomaly:{base}" + ("+signals" if self.use_signals else ""), base)
         return (base,)
 
 

@@ -200,6 +200,7 @@ def signal_ceiling(cases: Sequence[Case], runs: dict[str, CaseRun]) -> dict[str,
     over the same confidence signals reaches when fitted WITH THE TASK'S OWN LABELS (5-fold
     cross-validated). It bounds what refitting the confidence on these signals could give."""
     import numpy as np
+    from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
@@ -210,14 +211,26 @@ def signal_ceiling(cases: Sequence[Case], runs: dict[str, CaseRun]) -> dict[str,
     folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
     model = LogisticRegression(max_iter=5000)
     p = cross_val_predict(model, x, y, cv=folds, method="predict_proba")[:, 1]
+    # a non-linear model on the same signals: does the ceiling come from the model family?
+    trees = HistGradientBoostingClassifier(max_depth=3, learning_rate=0.05, random_state=0)
+    q = cross_val_predict(trees, x, y, cv=folds, method="predict_proba")[:, 1]
     return {
         "auroc_precedent_cv_with_task_labels": round(float(roc_auc_score(y, p)), 4),
+        "auroc_precedent_cv_with_task_labels_boosted_trees": round(float(roc_auc_score(y, q)), 4),
         "signals": names,
         "note": "diagnostic upper bound: fitted on the task's labels, never shipped",
     }
 
 
-def measure(name: str, kb: KnowledgeBase, cases: list[Case], dense: bool) -> dict[str, Any]:
+def measure(
+    name: str,
+    kb: KnowledgeBase,
+    cases: list[Case],
+    dense: bool,
+    ambiguous: set[str] | None = None,
+) -> dict[str, Any]:
+    """Every mode of ours and both peers on ``cases``; with ``ambiguous`` (case ids), each
+    mode's novelty figures also without those cases (``novelty_without_ambiguous``)."""
     rows: dict[str, Any] = {}
     ids, texts = document_texts(kb)
     ceiling: dict[str, Any] = {}
@@ -227,6 +240,9 @@ def measure(name: str, kb: KnowledgeBase, cases: list[Case], dense: bool) -> dic
         row = ir(cases, {c: r.ranking for c, r in runs.items()})
         if any(c.expect_novel for c in cases) or name.startswith("aws"):
             row["novelty"] = novelty(cases, runs)
+        if ambiguous:
+            clear = [c for c in cases if c.id not in ambiguous]
+            row["novelty_without_ambiguous"] = {"cases": len(clear), **novelty(clear, runs)}
         if "default" in mode and any(c.expect_novel for c in cases):
             ceiling[mode] = signal_ceiling(cases, runs)
         row["seconds"] = round(time.perf_counter() - started, 2)
@@ -246,20 +262,41 @@ def novelty_split(events: Sequence[dict[str, Any]], seed: int) -> list[dict[str,
     return keep[: len(keep) // 2]
 
 
-def cross_posted(events: Sequence[dict[str, Any]], keep: Sequence[dict[str, Any]]) -> int:
+def _twinned(events: Sequence[dict[str, Any]], keep: Sequence[dict[str, Any]]) -> list[str]:
     """Left-out events with a kept event first posted within an hour of them: often the same
     outage posted under two service names (S3 and "Multiple services", Sign-In and Console),
     so a "no precedent" label that the KB can in fact answer."""
     kept = sorted(int(e["date"]) for e in keep)
     ids = {e["id"] for e in keep}
-    count = 0
+    out = []
     for e in events:
         if e["id"] in ids:
             continue
         t = int(e["date"])
         i = bisect.bisect_left(kept, t - 3600)
-        count += i < len(kept) and kept[i] <= t + 3600
-    return count
+        if i < len(kept) and kept[i] <= t + 3600:
+            out.append(e["id"])
+    return out
+
+
+def cross_posted(events: Sequence[dict[str, Any]], keep: Sequence[dict[str, Any]]) -> int:
+    return len(_twinned(events, keep))
+
+
+def ambiguous_left_out(
+    events: Sequence[dict[str, Any]], keep: Sequence[dict[str, Any]]
+) -> set[str]:
+    """Left-out events whose "no precedent" label is doubtful: a twin within the hour
+    (``_twinned``), or a kept event of the same service with the same title (a recurrence:
+    "Amazon CloudFront: Change Propagation Delays" twice). A diagnostic of label noise."""
+    ids = {e["id"] for e in keep}
+    titles = {(e["service_name"], e["summary"].strip().lower()) for e in keep}
+    recurring = {
+        e["id"]
+        for e in events
+        if e["id"] not in ids and (e["service_name"], e["summary"].strip().lower()) in titles
+    }
+    return recurring | set(_twinned(events, keep))
 
 
 def aws_kb(
@@ -293,15 +330,19 @@ def novelty_seeds(
         runs = {c.id: timed_search(kb, c, c.query, tiers=TIERS, options=options) for c in cases}
         row = ir(cases, {c: r.ranking for c, r in runs.items()})
         row["novelty"] = novelty(cases, runs)
+        doubtful = ambiguous_left_out(events, keep)
+        clear = [c for c in cases if c.id not in doubtful]
+        row["novelty_without_ambiguous"] = {"cases": len(clear), **novelty(clear, runs)}
         row["left_out_cross_posted_within_1h"] = cross_posted(events, keep)
         per_seed[str(seed)] = row
         kb.close()
     summary: dict[str, Any] = {}
-    for key in ("auroc_precedent", "novel_precision", "novel_recall", "ece"):
-        values = [r["novelty"][key] for r in per_seed.values() if r["novelty"][key] is not None]
+    keys = [("novelty", k) for k in ("auroc_precedent", "novel_precision", "novel_recall", "ece")]
+    for part, key in [*keys, ("novelty_without_ambiguous", "auroc_precedent")]:
+        values = [r[part][key] for r in per_seed.values() if r[part][key] is not None]
         mean = sum(values) / len(values)
         sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
-        summary[key] = {
+        summary[key if part == "novelty" else f"{key}_without_ambiguous"] = {
             "mean": round(mean, 4),
             "sd": round(sd, 4),
             "min": min(values),
@@ -342,6 +383,20 @@ def show(name: str, result: dict[str, Any]) -> None:
     console.print(table)
 
 
+def show_unambiguous(name: str, result: dict[str, Any]) -> None:
+    console.print(
+        f"{name} without the {result['left_out_ambiguous']} left-out events with a twin within "
+        "the hour or a kept event of the same service and title (label-noise diagnostic):"
+    )
+    for mode, row in result["modes"].items():
+        nov = row.get("novelty_without_ambiguous")
+        if nov:
+            console.print(
+                f"  {mode}: AUROC {nov['auroc_precedent']}, novel P {nov['novel_precision']} "
+                f"R {nov['novel_recall']}, ECE {nov['ece']} on {nov['cases']} cases"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -377,11 +432,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             kb = aws_kb(root, name, keep, args.dense, args.cache)
             calibration = kb.store.get_json("self_calibration")
             cases = aws_cases(events, {e["id"] for e in keep})
-            results[name] = measure(name, kb, cases, args.dense)
+            doubtful = ambiguous_left_out(events, keep) if name == "aws-novelty" else None
+            results[name] = measure(name, kb, cases, args.dense, doubtful)
             results[name]["self_calibration"] = calibration
             if name == "aws-novelty":
                 results[name]["left_out_cross_posted_within_1h"] = cross_posted(events, keep)
+                results[name]["left_out_ambiguous"] = len(doubtful or ())
             show(name, results[name])
+            if doubtful:
+                show_unambiguous(name, results[name])
             kb.close()
         if "aws-novelty" in wanted and args.novelty_seeds > 1:
             measured = results["aws-novelty"]

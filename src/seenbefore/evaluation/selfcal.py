@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import WEIGHT_GRID
 from seenbefore.evaluation.cases import Case
+from seenbefore.evaluation.cloze import CLOZE_RATIO, cloze_cases, opening_section, shadow_kb
 from seenbefore.evaluation.verdict import (
     FIT_PRECISION,
     FIT_RECALL,
@@ -74,12 +75,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 def self_query(pm: Any) -> str:
     """What an on-call engineer would know first: the opening sentences (up to QUERY_WORDS
     words) of the detection, summary or timeline section, else the first section."""
-    for key in ("detection", "summary", "timeline"):
-        section = pm.section(key)
-        if section is not None and section.text.strip():
-            break
-    else:
-        section = pm.sections[0] if pm.sections else None
+    section = opening_section(pm)
     text = section.text if section is not None else pm.title
     if section is not None and section.key == "timeline":
         text = next((ln for ln in text.splitlines() if ln.strip()), text)
@@ -216,6 +212,11 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
         return record
     fit, held, tiers = self_cases(kb, seed=seed)
     record.update({"fit_cases": len(fit), "held_out_cases": len(held), "seed": seed})
+    # the openings as written: the gate's cases, and the queries of the inverse-cloze ones
+    clean_fit, clean_held, _ = self_cases(kb, seed=seed, noise=0.0)
+    verdict_fit, verdict_held, record["verdict_cases"] = _verdict_runs(
+        kb, (fit, held), clean_fit + clean_held, tiers
+    )
     saved_embedder = kb.query_embedder
     family = kb.dense_family()
     record["family"] = family
@@ -232,33 +233,29 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
             # the gate is measured on the openings as written: collection words dropped into a
             # query garble a sentence embedding far more than BM25, so noisy queries would
             # switch dense off where, on real first reports, it helps
-            clean_fit, clean_held, _ = self_cases(kb, seed=seed, noise=0.0)
             weight, modes["gate"] = _fit_gate(kb, clean_fit, clean_held, tiers, base)
         options = {"sparse": replace(base, mode="sparse")}
         if weight > 0:
             options[f"hybrid:{family}"] = replace(base, mode="hybrid", dense_weight=weight)
         defaults = shipped_defaults()["confidence"]
-        sparse_fit: list[CaseRun] = []
         for key, opts in options.items():
             described = (
                 f"self-calibrated on {len(fit)} cases made from this KB ({documents} documents"
                 f"{', dense weight ' + str(weight) if key != 'sparse' else ''})"
             )
             default = defaults.get(key)
-            fit_runs = _runs(kb, fit, tiers, opts)
-            if key == "sparse":
-                sparse_fit = fit_runs
             modes[key] = fit_mode(
                 key,
-                fit_runs,
+                _runs(kb, fit, tiers, opts),
                 _runs(kb, held, tiers, opts),
                 ConfidenceModel.from_dict(default) if default else None,
                 described,
-                # the verdict comes from the lexical evidence, fitted on the sparse runs:
-                # collection words in a self-made query garble its embedding, so a verdict
-                # fitted on hybrid runs does not transfer (on the AWS novelty split it flagged
-                # none of the 264 left-out events; benchmarks/results/realtext.json)
-                precedent_runs=None if key == "sparse" else sparse_fit,
+                # the verdict comes from the lexical evidence, fitted on sparse runs: collection
+                # words in a self-made query garble its embedding, so a verdict fitted on
+                # hybrid runs does not transfer (on the AWS novelty split it flagged none of
+                # the 264 left-out events; benchmarks/results/realtext.json)
+                precedent_runs=verdict_fit,
+                verdict_runs=verdict_held,
             )
     finally:
         kb.query_embedder = saved_embedder
@@ -268,6 +265,35 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
     record["reason"] = "; ".join(f"{k}: {m['reason']}" for k, m in modes.items())
     kb.store.set_json(RECORD, record)
     return record
+
+
+def _verdict_runs(
+    kb: KnowledgeBase,
+    halves: tuple[Sequence[Case], Sequence[Case]],
+    clean: Sequence[Case],
+    tiers: Sequence[str],
+) -> tuple[list[CaseRun], list[CaseRun], str]:
+    """Sparse runs of the verdict's cases on both halves (evaluation/cloze.py: inverse cloze
+    where a document can lose its opening, else the copied case) and a line saying so."""
+    fit, held = halves
+    cases, cut = cloze_cases(kb, [*fit, *held], clean)
+    fit_ids = {c.id for c in fit}
+    shadow = shadow_kb(kb, cut)
+    try:
+        sparse = SearchOptions(k=10, mode="sparse")
+        runs = _runs(shadow, cases, tiers, sparse)
+    finally:
+        shadow.close()
+    documents = len({c.id.split(":", 1)[1] for c in cases})
+    line = (
+        f"inverse cloze for {len(cut)} of {documents} documents (the rest is at least "
+        f"{CLOZE_RATIO:g} times the opening), copied openings for the others"
+    )
+    return (
+        [r for r in runs if r.case.id in fit_ids],
+        [r for r in runs if r.case.id not in fit_ids],
+        line,
+    )
 
 
 def _fit_gate(

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 NOVEL_PRECISION = 0.8  # the operating point of the "no precedent" verdict (held-out target)
 FIT_PRECISION = 0.85  # aimed for on the fit half, so the held-out half lands at 0.8 or above
 FIT_RECALL = 0.7  # recall of the verdict aimed for on the fit half (the target is 0.6)
+# held-out figures of the verdict itself (the rest are the confidence model's)
+VERDICT_FIGURES = (
+    "novel_precision",
+    "novel_recall",
+    "novel_rate_with_precedent",
+)
 
 
 def novel_threshold(
@@ -109,9 +115,11 @@ def fit_mode(
     default: ConfidenceModel | None,
     described: str,
     precedent_runs: Sequence[CaseRun] | None = None,
+    verdict_runs: Sequence[CaseRun] | None = None,
 ) -> dict[str, Any]:
     """Fit one mode's confidence model and threshold; keep it only if it beats ``default``.
-    The verdict's precedent model is fitted on ``precedent_runs`` (default: ``fit_runs``)."""
+    The verdict's precedent model is fitted on ``precedent_runs`` (default: ``fit_runs``);
+    its held-out figures come from ``verdict_runs`` (the same kind of cases) when given."""
     from seenbefore.evaluation.calibrate import fit_confidence
 
     try:
@@ -130,6 +138,9 @@ def fit_mode(
     if model.precedent:
         why = str(model.precedent["rule"])
     figures = held_out_figures(model, held_runs)
+    if verdict_runs is not None:
+        verdict = held_out_figures(model, verdict_runs)
+        figures.update({k: verdict[k] for k in VERDICT_FIGURES})
     model = replace(model, metrics={"held_out": {"self-test": figures}, "threshold_rule": why})
     baseline = held_out_figures(default, held_runs) if default is not None else None
     beats = baseline is None or figures["brier"] < baseline["brier"]

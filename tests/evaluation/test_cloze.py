@@ -98,6 +98,7 @@ def test_self_calibration_fits_the_verdict_on_cloze_cases_and_says_so(tmp_path: 
         kb.ingest([tmp_path / "docs"])
         record = kb.store.get_json("self_calibration")
         assert record["verdict_cases"].startswith("inverse cloze for 12 of 24 documents")
+        assert "verdict fitted on inverse cloze for 12 of 24 documents" in kb.live_model_line()
 
 
 def test_a_document_without_sections_has_no_opening_to_cut() -> None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import WEIGHT_GRID
 from seenbefore.evaluation.cases import Case
-from seenbefore.evaluation.cloze import CLOZE_RATIO, cloze_cases, opening_section, shadow_kb
+from seenbefore.evaluation.cloze import cloze_cases, opening_section, shadow_kb
 from seenbefore.evaluation.verdict import (
     FIT_PRECISION,
     FIT_RECALL,
@@ -274,7 +274,8 @@ def _verdict_runs(
     tiers: Sequence[str],
 ) -> tuple[list[CaseRun], list[CaseRun], str]:
     """Sparse runs of the verdict's cases on both halves (evaluation/cloze.py: inverse cloze
-    where a document can lose its opening, else the copied case) and a line saying so."""
+    where a document's rest is at least CLOZE_RATIO times its opening, else the copied case)
+    and a line saying so."""
     fit, held = halves
     cases, cut = cloze_cases(kb, [*fit, *held], clean)
     fit_ids = {c.id for c in fit}
@@ -285,10 +286,7 @@ def _verdict_runs(
     finally:
         shadow.close()
     documents = len({c.id.split(":", 1)[1] for c in cases})
-    line = (
-        f"inverse cloze for {len(cut)} of {documents} documents (the rest is at least "
-        f"{CLOZE_RATIO:g} times the opening), copied openings for the others"
-    )
+    line = f"inverse cloze for {len(cut)} of {documents} documents, copied openings for the rest"
     return (
         [r for r in runs if r.case.id in fit_ids],
         [r for r in runs if r.case.id not in fit_ids],

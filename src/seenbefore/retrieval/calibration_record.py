@@ -43,6 +43,8 @@ def describe(record: dict[str, Any] | None, key: str | None = None) -> str:
         if precedent
         else f"novel below confidence {model.get('threshold')}"
     )
+    if record.get("verdict_cases"):
+        verdict += f" (verdict fitted on {record['verdict_cases']})"
     return (
         f"{key}: self-calibrated on {record.get('fit_cases')} cases made from this KB's "
         f"{record.get('documents')} documents, {verdict}; {figures}"

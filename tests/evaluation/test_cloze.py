@@ -66,13 +66,15 @@ def test_cloze_cases_cut_long_documents_and_the_shadow_kb_leaves_the_real_one_al
         generation, files = kb.store.generation(), sorted((tmp_path / "home").rglob("*"))
         fit, held, _ = self_cases(kb, noise=0.3)
         clean_fit, clean_held, _ = self_cases(kb, noise=0.0)
-        cases, cut = cloze_cases(kb, [*fit, *held], [*clean_fit, *clean_held])
+        stored = kb.store.documents_meta(kb.store.list_ids(None))
+        postmortems = {doc: s.postmortem for doc, s in stored.items()}
+        cases, cut = cloze_cases(postmortems, [*fit, *held], [*clean_fit, *clean_held])
         assert sorted(cut) == [f"D{i:02d}" for i in range(12, 24)]  # only the long ones
         cloze = [c for c in cases if TAG in c.tags]
         assert len(cloze) == 2 * len(cut)  # each one's precedent and left-out case
         clean = {c.id: c.query for c in [*clean_fit, *clean_held]}
         assert all(c.query == clean[c.id] for c in cloze)  # the opening as written
-        shadow = shadow_kb(kb, cut)
+        shadow = shadow_kb(kb.settings, {**postmortems, **cut})
         try:
             assert shadow.store.list_ids(None) == kb.store.list_ids(None)
             everyone = SearchFilters(tiers=("general",))

@@ -21,6 +21,7 @@ from seenbefore.evaluation.cases import Case
 from seenbefore.types import Postmortem, Section
 
 if TYPE_CHECKING:
+    from seenbefore.config import Settings
     from seenbefore.kb import KnowledgeBase
 
 CLOZE_RATIO = 3.0  # the rest of a document must hold this many times the opening's words
@@ -56,38 +57,36 @@ def without_opening(pm: Postmortem, query: str) -> Postmortem | None:
 
 
 def cloze_cases(
-    kb: KnowledgeBase, noisy: Sequence[Case], clean: Sequence[Case]
+    postmortems: Mapping[str, Postmortem], noisy: Sequence[Case], clean: Sequence[Case]
 ) -> tuple[list[Case], dict[str, Postmortem]]:
     """``noisy`` (selfcal.self_cases) with each document that can lose its opening turned into
     an inverse-cloze pair: the opening as written (``clean``, same ids) for its query, tagged
-    ``cloze``. Also returns the documents as the shadow KB holds them (``shadow_kb``)."""
+    ``cloze``. Also returns those documents as the shadow KB holds them (``shadow_kb``)."""
     opening = {c.id: c.query for c in clean}
-    docs = sorted({_doc(c) for c in noisy})
-    metas = kb.store.documents_meta(docs)
     cut: dict[str, Postmortem] = {}
-    for doc in docs:
+    for doc in sorted({document_of(c) for c in noisy}):
         query = opening.get(f"self:{doc}", "")
-        shorter = without_opening(metas[doc].postmortem, query) if doc in metas else None
+        shorter = without_opening(postmortems[doc], query) if doc in postmortems else None
         if shorter is not None:
             cut[doc] = shorter
     cases = [
-        replace(c, query=opening[c.id], tags=(*c.tags, TAG)) if _doc(c) in cut else c for c in noisy
+        replace(c, query=opening[c.id], tags=(*c.tags, TAG)) if document_of(c) in cut else c
+        for c in noisy
     ]
     return cases, cut
 
 
-def shadow_kb(kb: KnowledgeBase, replaced: Mapping[str, Postmortem]) -> KnowledgeBase:
-    """A sparse-only, in-memory copy of ``kb`` (every document, ``replaced`` ones swapped in),
-    chunked as ``kb`` chunks; it never calibrates itself and writes nothing to disk."""
+def shadow_kb(settings: Settings, documents: Mapping[str, Postmortem]) -> KnowledgeBase:
+    """A sparse-only, in-memory KB of ``documents``, chunked as ``settings`` chunk; it never
+    calibrates itself and writes nothing to disk."""
     from seenbefore.kb import KnowledgeBase
     from seenbefore.knowledge.chunking import chunk_postmortem
     from seenbefore.storage.sqlite import SQLiteStore
 
-    settings = kb.settings.model_copy(update={"embedder": "none", "database_url": None})
+    settings = settings.model_copy(update={"embedder": "none", "database_url": None})
     shadow = KnowledgeBase(settings, store=SQLiteStore(":memory:"), self_calibration=_never)
-    stored = kb.store.documents_meta(kb.store.list_ids(None))
-    for doc in sorted(stored):
-        pm = replaced.get(doc, stored[doc].postmortem)
+    for doc in sorted(documents):
+        pm = documents[doc]
         chunks = chunk_postmortem(
             pm, max_words=settings.chunk_words, overlap_words=settings.chunk_overlap_words
         )
@@ -95,7 +94,8 @@ def shadow_kb(kb: KnowledgeBase, replaced: Mapping[str, Postmortem]) -> Knowledg
     return shadow
 
 
-def _doc(case: Case) -> str:
+def document_of(case: Case) -> str:
+    """The document a self-made case was made from (its id is ``<kind>:<document>``)."""
     return case.id.split(":", 1)[1]
 
 

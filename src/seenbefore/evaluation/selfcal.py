@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import WEIGHT_GRID
 from seenbefore.evaluation.cases import Case
-from seenbefore.evaluation.cloze import cloze_cases, opening_section, shadow_kb
+from seenbefore.evaluation.cloze import cloze_cases, document_of, opening_section, shadow_kb
 from seenbefore.evaluation.verdict import (
     FIT_PRECISION,
     FIT_RECALL,
@@ -277,15 +277,17 @@ def _verdict_runs(
     where a document's rest is at least CLOZE_RATIO times its opening, else the copied case)
     and a line saying so."""
     fit, held = halves
-    cases, cut = cloze_cases(kb, [*fit, *held], clean)
+    stored = kb.store.documents_meta(kb.store.list_ids(None))
+    postmortems = {doc: s.postmortem for doc, s in stored.items()}
+    cases, cut = cloze_cases(postmortems, [*fit, *held], clean)
     fit_ids = {c.id for c in fit}
-    shadow = shadow_kb(kb, cut)
+    shadow = shadow_kb(kb.settings, {**postmortems, **cut})
     try:
         sparse = SearchOptions(k=10, mode="sparse")
         runs = _runs(shadow, cases, tiers, sparse)
     finally:
         shadow.close()
-    documents = len({c.id.split(":", 1)[1] for c in cases})
+    documents = len({document_of(c) for c in cases})
     line = f"inverse cloze for {len(cut)} of {documents} documents, copied openings for the rest"
     return (
         [r for r in runs if r.case.id in fit_ids],

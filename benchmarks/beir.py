@@ -360,19 +360,11 @@ def kb_runs(
     import tempfile
 
     from corpora import scifact_markdown
-    from seenbefore.config import Settings
-    from seenbefore.kb import KnowledgeBase
-    from seenbefore.retrieval.cache import CachingEmbedder
-    from seenbefore.retrieval.embedders import load_neural_embedder, neural_failure
+    from realtext import build_kb  # the dev sets' KB: MiniLM through an embedding cache
     from seenbefore.retrieval.hybrid import SearchOptions
     from seenbefore.types import SearchFilters
 
-    neural = load_neural_embedder()
-    if neural is None:
-        console.print(f"[yellow]KB rows skipped: MiniLM unavailable ({neural_failure()})[/]")
-        return {}, {"skipped": neural_failure()}
     cache.parent.mkdir(parents=True, exist_ok=True)
-    embedder = CachingEmbedder(neural, cache)
     everyone = SearchFilters(tiers=("general", "restricted", "security"))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "docs"
@@ -380,9 +372,11 @@ def kb_runs(
         for source, text in scifact_markdown(data, 1):
             (folder / Path(source).name).write_text(text, encoding="utf-8")
         clock = time.perf_counter()
-        kb = KnowledgeBase(Settings(home=Path(tmp) / "kb", embedder="minilm"), embedder=embedder)
-        kb.query_embedder = CachingEmbedder(neural, cache)
-        kb.ingest([folder])
+        try:
+            kb = build_kb(Path(tmp) / "kb", [folder], None, True, cache)
+        except SystemExit as exc:  # build_kb's way of saying MiniLM cannot be loaded here
+            console.print(f"[yellow]KB rows skipped: {exc}[/]")
+            return {}, {"skipped": str(exc)}
         timings["KB ingest + embed + self-calibration"] = round(time.perf_counter() - clock, 2)
         modes = {
             "KB as served: sparse": SearchOptions(k=DEPTH, mode="sparse"),

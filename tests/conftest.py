@@ -13,6 +13,10 @@ import pytest
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.storage.sqlite import SQLiteStore
 
+# the run's own model cache, and a run that touches the user's fails (tests/cache_guard.py);
+# pytester runs a small suite in a subprocess to show it (tests/test_cache_guard.py)
+pytest_plugins = ["tests.cache_guard", "pytester"]
+
 if TYPE_CHECKING:  # tests/pg.py needs the postgres extra; imported where a test needs it
     from tests.pg import LocalPostgres
 

@@ -1,3 +1,3 @@
-from seenbefore.cli.app import main
+from seenbefore.cli.launch import main
 
 main()

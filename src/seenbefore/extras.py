@@ -86,16 +86,24 @@ def requires(extra: str, purpose: str) -> Iterator[None]:
         raise MissingExtraError(purpose, PACKAGES[top], extra, detail) from exc
 
 
-def missing(extra: str, purpose: str, *modules: str) -> str | None:
-    """The ``MissingExtraError`` message for the first of ``modules`` that is not installed, or
-    None when all are: for paths that skip what they cannot do and say why, instead of failing."""
+def absent(extra: str, purpose: str, *modules: str) -> MissingExtraError | None:
+    """The ``MissingExtraError`` for the first of ``modules`` that is not installed (found
+    without importing any), or None when all are."""
     if extra not in EXTRAS:
         raise ValueError(f"extra {extra!r} is not one of {sorted(EXTRAS)}")
     for module in modules:
         if not available(module):
             package = PACKAGES.get(module.partition(".")[0], module)
-            return str(MissingExtraError(purpose, package, extra))
+            detail = f"import {module} failed: No module named {module!r}"
+            return MissingExtraError(purpose, package, extra, detail)
     return None
+
+
+def missing(extra: str, purpose: str, *modules: str) -> str | None:
+    """The ``MissingExtraError`` message for the first of ``modules`` that is not installed, or
+    None when all are: for paths that skip what they cannot do and say why, instead of failing."""
+    error = absent(extra, purpose, *modules)
+    return None if error is None else str(error)
 
 
 def available(*modules: str) -> bool:

@@ -1,10 +1,11 @@
 """The Model Context Protocol server: the incident memory as tools and resources for AI agents.
 
 Two doors onto one server (the official ``mcp`` SDK's ``MCPServer``):
-- stdio (``seenbefore mcp``): one caller for the life of the process — the token in
-  ``SEENBEFORE_MCP_TOKEN`` (authenticated like an HTTP bearer token: same roles, same tiers), or,
-  without one, the local user as a ``responder`` with ``SEENBEFORE_TIERS`` (who can read the
-  knowledge base file anyway).
+- stdio (``seenbefore mcp``, ``mcp/stdio.py``): one caller for the life of the process — the token
+  in ``SEENBEFORE_MCP_TOKEN`` (authenticated like an HTTP bearer token, on every call: same roles,
+  same tiers, and a revoked token stops working at once), or, without one, the local user as a
+  ``responder`` with ``SEENBEFORE_TIERS`` (who can read the knowledge base file anyway). The
+  knowledge base loads on the first tool call (``lazy_caller``).
 - streamable HTTP at ``/mcp`` under ``seenbefore serve``: every call carries
   ``Authorization: Bearer sb_...`` and is authenticated, rate limited and audited per call.
 
@@ -14,6 +15,7 @@ a postmortem outside the caller's tiers reads exactly like an absent one.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -51,10 +53,15 @@ def _problem(exc: Exception) -> str:
 async def _call(
     resolve: Resolve, ctx: Context, fn: Callable[..., Any], *args: Any, **kw: Any
 ) -> Any:
-    """Run a tool body off the event loop, with the caller resolved and errors made tool errors."""
-    try:
+    """Run a tool body off the event loop, with the caller resolved there too (resolving may load
+    the knowledge base), and errors made tool errors."""
+
+    def run() -> Any:
         app, who = resolve(ctx)
-        return await anyio.to_thread.run_sync(lambda: fn(app, who, *args, **kw))
+        return fn(app, who, *args, **kw)
+
+    try:
+        return await anyio.to_thread.run_sync(run)
     except (SeenbeforeError, ValidationError) as exc:
         raise ToolError(_problem(exc)) from None
 
@@ -66,6 +73,30 @@ def fixed_caller(state: ServiceState, principal: Principal) -> Resolve:
         return ready(state), Caller(principal, "mcp:" + uuid.uuid4().hex[:16], "token")
 
     return resolve
+
+
+def lazy_caller(
+    state: ServiceState, load: Callable[[], None], identity: Principal | str
+) -> Resolve:
+    """stdio: ``load`` opens the knowledge base on the first call (once, however many calls come
+    at the same time; a failed load is tried again by the next call). ``identity`` is the
+    caller, or a token authenticated on every call."""
+    lock = threading.Lock()
+
+    def resolve(_: Context) -> tuple[Ready, Caller]:
+        with lock:
+            if state.kb is None:
+                load()
+        app = ready(state)
+        who = identity if isinstance(identity, Principal) else app.tokens.authenticate(identity)
+        return app, Caller(who, "mcp:" + uuid.uuid4().hex[:16], "token")
+
+    return resolve
+
+
+def unloaded(_: Context) -> tuple[Ready, Caller]:
+    """A resolver for a server that only describes itself (``stdio.record_handshake``)."""
+    raise AuthError("this server only lists its tools; it serves no calls")
 
 
 def bearer_caller(state: ServiceState) -> Resolve:
@@ -156,9 +187,12 @@ def build_server(resolve: Resolve) -> MCPServer:
         mime_type="application/json",
     )
     async def postmortem_resource(doc_id: str, ctx: Context) -> dict[str, Any]:
-        try:
+        def run() -> dict[str, Any]:
             app, who = resolve(ctx)
-            return await anyio.to_thread.run_sync(lambda: tools.get_postmortem(app, who, doc_id))
+            return tools.get_postmortem(app, who, doc_id)
+
+        try:
+            return await anyio.to_thread.run_sync(run)
         except NotFoundError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         except SeenbeforeError as exc:

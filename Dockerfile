@@ -31,6 +31,10 @@ COPY src ./src
 ARG EXTRAS=neural,lsa,detect,llm,server,postgres
 RUN pip install ".[${EXTRAS}]" \
     && pip check
+# MiniLM exported to ONNX once, here (torch and onnx are in the builder), into the venv the
+# runtime stage copies: searches in the image use ONNX Runtime from the first request.
+ENV SEENBEFORE_MODEL_CACHE=/opt/venv/share/seenbefore/models
+RUN HF_HUB_OFFLINE=1 seenbefore embedder export
 
 # ---------------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -48,7 +52,7 @@ RUN groupadd --system --gid 10001 seenbefore \
 
 COPY --from=builder /opt/venv /opt/venv
 WORKDIR /app
-# The sample knowledge base `seenbefore serve` starts with when the data directory is empty.
+# The sample knowledge base, for `seenbefore serve --sample` (plain `serve` starts empty).
 COPY examples/postmortems ./examples/postmortems
 
 # Settings the app reads (SEENBEFORE_*), plus runtime knobs for Python and the model libraries.
@@ -63,7 +67,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     SEENBEFORE_HOME=/data \
     SEENBEFORE_SERVE_HOST=0.0.0.0 \
     SEENBEFORE_SERVE_PORT=8000 \
-    SEENBEFORE_EMBEDDER=minilm
+    SEENBEFORE_EMBEDDER=minilm \
+    SEENBEFORE_MODEL_CACHE=/opt/venv/share/seenbefore/models
 
 USER 10001:10001
 

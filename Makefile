@@ -45,8 +45,9 @@ check: $(STAMP)
 demo: $(STAMP)
 	SEENBEFORE_HOME=.seenbefore-demo bash scripts/demo.sh
 
+# the service with the sample knowledge base, for trying it (a real store: `seenbefore serve`)
 serve: $(STAMP)
-	$(BIN)/seenbefore serve
+	$(BIN)/seenbefore serve --sample
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest.py --scifact $(SHARED)/data/beir/scifact

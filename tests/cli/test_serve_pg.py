@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from seenbefore.cli import serve as serve_module
 from seenbefore.cli.app import app
 from tests.pg import LOGIN_ROLE
+from tests.service.live import wait_ready
 
 pytestmark = pytest.mark.integration
 ENV_TOKEN = "sb_" + "P" * 43
@@ -26,15 +27,11 @@ def _serve(monkeypatch: pytest.MonkeyPatch, home: Path, url: str) -> dict[str, A
     monkeypatch.setenv("SEENBEFORE_DATABASE_URL", url)
     monkeypatch.setenv("SEENBEFORE_ADMIN_TOKEN", ENV_TOKEN)
     monkeypatch.setattr(serve_module, "_terminal", lambda: None)
-    calls: list[dict[str, Any]] = []
-    import uvicorn
-
-    monkeypatch.setattr(
-        uvicorn, "run", lambda application, **kw: calls.append({"app": application})
-    )
-    result = CliRunner().invoke(app, ["serve", "--no-sample"])
+    servers: list[Any] = []
+    monkeypatch.setattr(serve_module, "run_server", servers.append)
+    result = CliRunner().invoke(app, ["serve"])
     assert result.exit_code == 0, result.output
-    return calls[0]
+    return {"app": servers[0].config.app}
 
 
 def test_serve_uses_the_database(
@@ -42,7 +39,7 @@ def test_serve_uses_the_database(
 ) -> None:
     call = _serve(monkeypatch, tmp_path / "home", pg_url)
     with TestClient(call["app"]) as client:
-        assert client.get("/readyz").json()["status"] == "ready"
+        assert wait_ready(client)["status"] == "ready"
         service = client.app.state.service  # type: ignore[attr-defined]
         assert service.kb.store.dialect == "postgres"
         assert service.tokens.authenticate(ENV_TOKEN).role == "admin"
@@ -57,6 +54,7 @@ def test_serve_starts_not_ready_when_the_database_is_down(
         port = s.getsockname()[1]
     call = _serve(monkeypatch, tmp_path / "home", f"postgresql://{LOGIN_ROLE}@127.0.0.1:{port}/x")
     with TestClient(call["app"]) as client:
-        ready = client.get("/readyz")
-        assert ready.status_code == 503 and "unreachable" in ready.json()["reason"]
+        reason = wait_ready(client, until=lambda body: "starting" not in body["reason"])
+        assert reason["status"] == "not ready" and "unreachable" in reason["reason"]
+        assert client.get("/readyz").status_code == 503
         assert client.get("/healthz").status_code == 200

@@ -22,7 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 PREFIX = str(Settings.model_config.get("env_prefix", ""))
 
 # Read outside Settings: the TOML file's path (config.py) and the admin token registered at start.
-EXTRA_ENV = frozenset({"SEENBEFORE_CONFIG", "SEENBEFORE_ADMIN_TOKEN"})
+# read outside Settings: the config file's path, the admin token (cli/serve.py), the MiniLM ONNX
+# export's folder (retrieval/onnx_minilm.py)
+EXTRA_ENV = frozenset({"SEENBEFORE_CONFIG", "SEENBEFORE_ADMIN_TOKEN", "SEENBEFORE_MODEL_CACHE"})
 # Secrets read outside Settings (inside it, SecretStr fields are found by type).
 EXTRA_SECRET_ENV = frozenset({"SEENBEFORE_ADMIN_TOKEN"})
 

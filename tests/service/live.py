@@ -6,8 +6,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -37,3 +38,17 @@ def live_server(app: FastAPI, *, startup_timeout_s: float = 60.0) -> Iterator[st
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def wait_ready(
+    client: Any, timeout_s: float = 60, until: Callable[[dict[str, Any]], bool] | None = None
+) -> dict[str, Any]:
+    """Poll ``/readyz`` of a TestClient until it says ready (or ``until`` holds), at most
+    ``timeout_s``: for an app whose startup work runs behind the socket. Returns the last body."""
+    done = until or (lambda body: body["status"] == "ready")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        body: dict[str, Any] = client.get("/readyz").json()
+        if done(body) or time.monotonic() > deadline:
+            return body
+        time.sleep(0.05)

@@ -1,7 +1,10 @@
 """The FastAPI app factory.
 
-One KnowledgeBase per process, opened (and its embedder and index loaded) in the lifespan, before
-the first request; ``/readyz`` says 503 until then and whenever the store fails. The store is the
+One KnowledgeBase per process, opened (and its embedder and index loaded) in the lifespan;
+``/readyz`` says 503 with the reason until then and whenever the store fails. By default the
+lifespan waits for it (the first request finds the service ready); with ``background_start``
+(``seenbefore serve``) the socket is served at once, ``/healthz`` answers from the first second,
+and the loading — and a sample ingest, when asked — runs behind it. The store is the
 one the settings select (storage/factory.py): SQLite, or PostgreSQL when
 ``SEENBEFORE_DATABASE_URL`` is set, shared by any number of replicas. A database server that does
 not answer at startup does not stop the process: it serves /healthz, reports not ready with the
@@ -92,10 +95,10 @@ def open_state(
     settings = state.settings
     base = kb or KnowledgeBase(settings, store=open_store(settings))
     try:
+        if on_open is not None:  # first: a sample ingest there is in the index loaded below
+            on_open(base)
         base.embedder()  # the heavy model load happens here, not on the first request
         base.index()
-        if on_open is not None:
-            on_open(base)
         sessions = SessionSigner(store_secret(base.store))
         workflow = ReviewWorkflow(base, settings)
         try:
@@ -171,48 +174,75 @@ def _mcp_server(state: ServiceState) -> Any:
     return build_server(bearer_caller(state))
 
 
+def _startup_failed(state: ServiceState, exc: Exception) -> bool:
+    """Record why opening failed on /readyz and in the log; True when it is a database server
+    that does not answer (the service stays up and ``keep_opening`` retries), False when the
+    failure is fatal."""
+    if isinstance(exc, StoreError) and state.settings.database_url:
+        state.not_ready = f"store unusable: {exc}"
+        log.error("store unusable at startup, retrying: %s", exc)
+        return True
+    state.not_ready = state.startup_error = f"startup failed: {type(exc).__name__}: {exc}"
+    log.error("service startup failed: %s", state.not_ready)
+    return False
+
+
+async def start_behind(
+    state: ServiceState,
+    kb: KnowledgeBase | None,
+    on_open: OnOpen | None,
+    on_fatal: Callable[[], None] | None,
+) -> None:
+    """Open the state while requests are already served; a fatal failure calls ``on_fatal``."""
+    try:
+        await run_in_threadpool(open_state, state, kb, on_open)
+    except Exception as exc:
+        if _startup_failed(state, exc):
+            await keep_opening(state, kb, on_open)
+        elif on_fatal is not None:
+            on_fatal()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
     kb: KnowledgeBase | None = None,
     on_open: OnOpen | None = None,
+    background_start: bool = False,
+    on_fatal: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """The service. ``kb``: an open knowledge base to serve (``seenbefore serve`` passes the one
-    it bootstrapped, so the model is loaded once); the app closes it on shutdown. ``on_open``
-    runs on the knowledge base once its store answers, before the first request is served
-    (``seenbefore serve`` bootstraps there when the database was down at its start)."""
+    """The service. ``kb``: an open knowledge base to serve; the app closes it on shutdown.
+    ``on_open`` runs on the knowledge base once its store answers, before the embedder and the
+    index load (``seenbefore serve`` ingests the sample there when asked, and bootstraps there
+    when the database was down at its start). ``background_start``: serve requests at once
+    (/healthz, and 503 "not ready" elsewhere) while that startup work runs; a fatal failure of
+    it then calls ``on_fatal`` (``seenbefore serve`` stops the server)."""
     cfg = settings or load_settings()
     service = new_state(cfg)
     mcp_server = _mcp_server(service)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        retry: asyncio.Task[None] | None = None
-        try:
-            await run_in_threadpool(open_state, service, kb, on_open)
-        except StoreError as exc:
-            if not cfg.database_url:
-                service.not_ready = f"startup failed: {type(exc).__name__}: {exc}"
-                log.error("service startup failed: %s", service.not_ready)
-                raise
-            # a database server that is down: stay up, not ready, and keep trying
-            service.not_ready = f"store unusable: {exc}"
-            log.error("store unusable at startup, retrying: %s", exc)
-            retry = asyncio.create_task(keep_opening(service, kb, on_open))
-        except Exception as exc:
-            service.not_ready = f"startup failed: {type(exc).__name__}: {exc}"
-            log.error("service startup failed: %s", service.not_ready)
-            raise
+        task: asyncio.Task[None] | None = None
+        if background_start:
+            task = asyncio.create_task(start_behind(service, kb, on_open, on_fatal))
+        else:
+            try:
+                await run_in_threadpool(open_state, service, kb, on_open)
+            except Exception as exc:
+                if not _startup_failed(service, exc):
+                    raise
+                task = asyncio.create_task(keep_opening(service, kb, on_open))
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if mcp_server is not None:  # the streamable-HTTP sessions live with the app
                     await stack.enter_async_context(mcp_server.session_manager.run())
                 yield
         finally:
-            if retry is not None:
-                retry.cancel()
+            if task is not None:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await retry
+                    await task
             opened = service.kb is not None
             await run_in_threadpool(close_state, service)
             if kb is not None and not opened:  # given to us, never served: still ours to close

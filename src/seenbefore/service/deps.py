@@ -46,6 +46,7 @@ class ServiceState:
     sessions: SessionSigner | None = None
     owns_kb: bool = True
     not_ready: str = "starting: the knowledge base is loading"
+    startup_error: str = ""  # why startup failed for good (not_ready moves on at shutdown)
     write_lock: threading.RLock = field(default_factory=threading.RLock)
 
 

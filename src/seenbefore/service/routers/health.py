@@ -18,7 +18,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=Health, summary="Liveness: the process is up")
-def healthz() -> Health:
+async def healthz() -> Health:
+    # on the event loop, not the thread pool: it answers while every worker thread is busy
+    # (startup work, a burst of searches)
     return Health()
 
 

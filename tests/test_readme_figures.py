@@ -1,13 +1,20 @@
-"""Figures the README quotes are the ones in the committed results files (benchmarks/results/),
-written by the command each file records: a figure changed in one place and not the other fails.
+"""Figures the README and the docs pages quote are the ones in the committed results files
+(benchmarks/results/), written by the command each file records: a figure changed in one place and
+not the other fails.
 
-Each row: the text the README must contain, built from a value read out of a results file. When a
-benchmark is re-run and its JSON committed, the README has to follow (or this test says which
-sentence is stale)."""
+Each row: the text a page must contain, built from a value read out of a results file, and the page
+(README.md or one under docs/) it lives on. When a benchmark is re-run and its JSON committed, the
+page has to follow (or this test says which sentence is stale). The README keeps a short guide and
+a table of headline figures; the rest lives in docs/, so the README also has a length limit, its
+headline rows must say where each figure is explained and which results file holds it, and no
+relative link in the README or docs/ may point at a file that is not there."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,9 +23,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-# prose wraps: a figure's sentence may break across lines, so compare with runs of whitespace as one
-FLAT_README = " ".join(README.split())
+README_MAX_LINES = 250
+
+# the pages a figure may live on (paths relative to the repository root)
+README = "README.md"
+RETRIEVAL_PAGE = "docs/retrieval.md"
+DETECTION_PAGE = "docs/detection.md"
+INVESTIGATION_PAGE = "docs/investigation.md"
+SERVICE_PAGE = "docs/service.md"
+POSTGRES_PAGE = "docs/postgres.md"
+RESULTS_PAGE = "docs/results.md"
+
+
+def _read(page: str) -> str:
+    return (ROOT / page).read_text(encoding="utf-8")
+
+
+def _flat(page: str) -> str:
+    # prose wraps: a figure's sentence may break across lines, so compare with runs of whitespace
+    # as one
+    return " ".join(_read(page).split())
 
 
 def _load(name: str) -> Any:
@@ -110,7 +134,7 @@ NAB_COLUMNS = (
     "realTweets",
     "all",
 )
-# README row label -> nab_loco.json side_by_side key
+# docs/detection.md row label -> nab_loco.json side_by_side key
 NAB_DETECTORS = {
     "range (spatial)": "spatial",
     "sequence novelty + likelihood": "sequence",
@@ -197,7 +221,7 @@ def _peers_row() -> str:
 
 
 def _lat(scope: str, what: str, which: str = "p50/p95") -> str:
-    """p50/p95 (or p50/p95/p99) of one latency row, as the README prints them."""
+    """p50/p95 (or p50/p95/p99) of one latency row, as the pages print them."""
     data = _load("latency.json")
     row = data["summary" if what.startswith("kb.search") else "results"][scope][what]
     return "/".join(f"{row[k]:.2f}" for k in which.split("/"))
@@ -223,24 +247,59 @@ def _scope(category: str, profile: str = "standard") -> float:
     return float(_load("nab.json")["scopes"][category][profile]["normalised"])
 
 
-# (what the figure is, the text the README must contain, built from the results file)
-FIGURES: list[tuple[str, Callable[[], str]]] = [
+def _headline_golden() -> str:
+    cases = _load("eval_golden.json")["header"]["cases"]
+    total = int(cases.split("(")[1].split()[0])
+    caught = round(_golden("gated (MiniLM)", "novel_recall") * total)
+    return (
+        "| golden cases ({}, {} with no precedent) | Hit@1 gated MiniLM {:.3f}; {} of the {} "
+        "no-precedent cases caught |"
+    ).format(cases.split()[0], total, _golden("gated (MiniLM)", "hit@1"), caught, total)
+
+
+def _headline_nab() -> str:
+    held = [
+        v["held_at_others_threshold"]
+        for v in _load("nab_loco.json")["loco"].values()
+        if v["held_at_others_threshold"] is not None
+    ]
+    return (
+        "| NAB, {} dev files, standard profile | {:.1f} in-sample; {:.1f}-{:.1f} per category held "
+        "out (published HTM {:.1f}) |"
+    ).format(
+        len(_load("nab.json")["per_file"]),
+        _load("nab.json")["normalised_score"],
+        min(held),
+        max(held),
+        _load("nab.json")["scoreboard_all58"]["numenta HTM"],
+    )
+
+
+# (what the figure is, the text the page must contain, built from the results file, the page)
+FIGURES: list[tuple[str, Callable[[], str], str]] = [
     # the first hour, from benchmarks/cli_latency.py --demo
-    ("make demo after install", lambda: f"**{_load('cli_latency.json')['demo_s']:.1f} s**"),
+    ("make demo after install", lambda: f"**{_load('cli_latency.json')['demo_s']:.1f} s**", README),
     (
         "search p50, ONNX",
         lambda: f"**{_runtime(_load('cli_latency.json'), 'onnx')['search_wall_p50_s']:.2f} s**",
+        README,
     ),
     (
         "search p50, sentence-transformers",
         lambda: f"{_runtime(_load('cli_latency.json'), 'torch')['search_wall_p50_s']:.2f} s on",
+        README,
     ),
     (
         "sample ingest, ONNX",
         lambda: f"took {_runtime(_load('cli_latency.json'), 'onnx')['ingest_s']:.1f} s",
+        README,
     ),
     # NAB, from seenbefore nab ... --json
-    ("NAB all 51, standard", lambda: f"**{_load('nab.json')['normalised_score']:.1f}**"),
+    (
+        "NAB all 51, standard",
+        lambda: f"**{_load('nab.json')['normalised_score']:.1f}**",
+        DETECTION_PAGE,
+    ),
     # search latency at 100k chunks, from benchmarks/latency.py --backend postgres --sizes 100000
     (
         "latency row, kb.search",
@@ -252,6 +311,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _lat("100000 chunks, postgres", "kb.search hybrid"),
             _lat("100000 chunks, postgres", "kb.search sparse"),
         ),
+        RESULTS_PAGE,
     ),
     (
         "latency row, FTS5 and query embedding",
@@ -262,6 +322,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _load("latency.json")["results"]["query embedding (MiniLM, 1 query)"]["p50"],
             )
         ),
+        RESULTS_PAGE,
     ),
     (
         "PostgreSQL latency bullet",
@@ -274,6 +335,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _lat("100000 chunks, postgres", "scifact hybrid (in database)", "p50/p95/p99"),
             _lat("100000 chunks, postgres", "alert-30w hybrid (in database)", "p50/p95/p99"),
         ),
+        POSTGRES_PAGE,
     ),
     # the service under load, from benchmarks/service.py --duration 60
     (
@@ -289,6 +351,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             ),
             _load("service.json")["kinds"]["all"]["errors"],
         ),
+        SERVICE_PAGE,
     ),
     # PostgreSQL full text against BM25, from benchmarks/beir.py --backend postgres
     (
@@ -306,39 +369,47 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _beir("PG RRF gated", results="beir_postgres.json"),
             _beir("RRF gated", results="beir_postgres.json"),
         ),
+        POSTGRES_PAGE,
     ),
     (
         "NAB run time",
         lambda: f"`benchmarks/results/nab.json`, {_load('nab.json')['seconds']:.1f} s",
+        DETECTION_PAGE,
     ),
-    ("NAB realAWSCloudwatch", lambda: f"ours {_scope('realAWSCloudwatch'):.1f}"),
-    ("NAB low FP, all", lambda: f"| {_scope('all', 'reward_low_FP_rate'):.1f} |"),
-    ("NAB low FN, all", lambda: f"| {_scope('all', 'reward_low_FN_rate'):.1f} |"),
-    *((f"NAB table, {scope}", lambda scope=scope: _nab_row(scope)) for scope in NAB_COLUMNS[:-1]),
+    ("NAB realAWSCloudwatch", lambda: f"ours {_scope('realAWSCloudwatch'):.1f}", DETECTION_PAGE),
+    ("NAB low FP, all", lambda: f"| {_scope('all', 'reward_low_FP_rate'):.1f} |", DETECTION_PAGE),
+    ("NAB low FN, all", lambda: f"| {_scope('all', 'reward_low_FN_rate'):.1f} |", DETECTION_PAGE),
+    *(
+        (f"NAB table, {scope}", lambda scope=scope: _nab_row(scope), DETECTION_PAGE)
+        for scope in NAB_COLUMNS[:-1]
+    ),
     (
         "NAB table, all 51, low FP / low FN",
         lambda: "| **all 51** | **{:.1f}** | {:.1f} | {:.1f} |".format(
             _scope("all"), _scope("all", "reward_low_FP_rate"), _scope("all", "reward_low_FN_rate")
         ),
+        DETECTION_PAGE,
     ),
     # NAB leave-one-category-out and members side by side, from benchmarks/nab_sweep.py
     (
         "NAB LOCO grid size",
         lambda: f"the best of {_load('nab_loco.json')['grid_size']} configurations",
+        DETECTION_PAGE,
     ),
-    *((f"NAB LOCO {c}", lambda c=c: _loco(c)) for c in NAB_COLUMNS[:-1]),
+    *((f"NAB LOCO {c}", lambda c=c: _loco(c), DETECTION_PAGE) for c in NAB_COLUMNS[:-1]),
     (
         "NAB LOCO artificialNoAnomaly false positives",
         lambda: "artificialNoAnomaly {} false positives".format(
             _load("nab_loco.json")["loco"]["artificialNoAnomaly"]["held_fp_at_others_threshold"]
         ),
+        DETECTION_PAGE,
     ),
-    ("NAB LOCO span, measured row", _loco_span),
+    ("NAB LOCO span, measured row", _loco_span, RESULTS_PAGE),
     *(
-        (f"NAB members, {label}", lambda label=label: _detectors_row(label))
+        (f"NAB members, {label}", lambda label=label: _detectors_row(label), DETECTION_PAGE)
         for label in NAB_DETECTORS
     ),
-    ("NAB members, shipped", _shipped_detectors_row),
+    ("NAB members, shipped", _shipped_detectors_row, DETECTION_PAGE),
     # detector throughput, from benchmarks/detector.py --nab-file ...Twitter_volume_AAPL.csv
     (
         "detector streaming and batch",
@@ -347,16 +418,19 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _detector("ensemble streaming: update() per point", "p99_ms"),
             _detector("ensemble batch: fit() on the series"),
         ),
+        DETECTION_PAGE,
     ),
     (
         "detector forest member alone",
         lambda: (
             f"the Isolation Forest member alone {_detector('member forest alone, batch'):,.0f} points/s"
         ),
+        DETECTION_PAGE,
     ),
     (
         "simulator forest batch",
         lambda: "batch {:,.0f} points/s (its code is unchanged)".format(_detector("forest batch")),
+        DETECTION_PAGE,
     ),
     (
         "NAB published peers, all 58",
@@ -365,6 +439,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             HTM=_load("nab.json")["scoreboard_all58"]["numenta HTM"],
             CAD=_load("nab.json")["scoreboard_all58"]["CAD OSE"],
         ),
+        RESULTS_PAGE,
     ),
     (
         "CLI row: ingest wall time and chunks/s, both runtimes",
@@ -373,6 +448,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _runtime(_load("cli_latency.json"), "torch")["ingest_s"],
             _runtime(_load("cli_latency.json"), "onnx")["ingest_chunks_per_s"],
         ),
+        RESULTS_PAGE,
     ),
     # the golden cases, from seenbefore eval --report-dir
     (
@@ -381,31 +457,36 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_precision"],
             _load("eval_golden.json")["modes"]["gated (MiniLM)"]["novel_recall"],
         ),
+        RESULTS_PAGE,
     ),
     # BEIR SciFact, from benchmarks/beir.py --data ../shared/data/beir/scifact
     (
         "SciFact test queries",
         lambda: f"nDCG@10 ({_load('beir.json')['test_queries']} test queries)",
+        RESULTS_PAGE,
     ),
     (
         "SciFact BM25 and published",
         lambda: "| BM25 {:.3f} (published {:.3f}); ".format(
             _beir("BM25 unstemmed"), _beir("BM25 unstemmed", "published_ndcg@10")
         ),
+        RESULTS_PAGE,
     ),
     (
         "SciFact stemmed BM25 and Anserini",
         lambda: "stemmed BM25 {:.3f} (Anserini {:.3f}: ".format(
             _beir("BM25 stemmed"), _beir("BM25 stemmed", "published_ndcg@10")
         ),
+        RESULTS_PAGE,
     ),
     (
         "SciFact MiniLM and MTEB",
         lambda: "MiniLM {:.3f} (MTEB {:.3f}); ".format(
             _beir("MiniLM"), _beir("MiniLM", "published_ndcg@10")
         ),
+        RESULTS_PAGE,
     ),
-    ("SciFact LSA", lambda: f"; LSA {_beir('LSA-128'):.3f}; "),
+    ("SciFact LSA", lambda: f"; LSA {_beir('LSA-128'):.3f}; ", RESULTS_PAGE),
     (
         "SciFact with word pairs",
         lambda: "BM25 + pairs {:.3f}, gated with pairs {:.3f} (dense weight {:g} by".format(
@@ -413,6 +494,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _beir("RRF gated, word pairs"),
             _load("beir.json")["timings_s"]["word-pair gate dense weight"],
         ),
+        RESULTS_PAGE,
     ),
     (
         "SciFact as a KB serves it",
@@ -423,9 +505,14 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _beir("KB as served: default hybrid"),
             )
         ),
+        RESULTS_PAGE,
     ),
-    ("SciFact RRF equal", lambda: f"RRF equal weights {_beir('RRF equal w=0.5'):.3f}; "),
-    ("SciFact gated", lambda: f"**gated {_beir('RRF gated'):.3f}** (dense weight "),
+    (
+        "SciFact RRF equal",
+        lambda: f"RRF equal weights {_beir('RRF equal w=0.5'):.3f}; ",
+        RESULTS_PAGE,
+    ),
+    ("SciFact gated", lambda: f"**gated {_beir('RRF gated'):.3f}** (dense weight ", RESULTS_PAGE),
     (
         "SciFact gate weight and train queries",
         lambda: "(dense weight {:g} chosen by {}-fold CV on the {} train queries)".format(
@@ -433,10 +520,12 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("beir.json")["gate"]["evidence"]["folds"],
             _load("beir.json")["gate"]["evidence"]["cases"],
         ),
+        RESULTS_PAGE,
     ),
     (
         "SciFact LanceDB",
         lambda: f"above LanceDB's hybrid {_beir('RRF gated', 'published_ndcg@10'):.3f}",
+        RESULTS_PAGE,
     ),
     # graphrca leave-one-out by cause category, from benchmarks/categories.py
     (
@@ -448,14 +537,20 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _load("categories.json")["majority_share"],
             )
         ),
+        RESULTS_PAGE,
     ),
-    ("graphrca BM25", lambda: f"| BM25 {_category('sparse (BM25)'):.3f}, MiniLM"),
-    ("graphrca MiniLM", lambda: f", MiniLM {_category('dense (minilm)'):.3f}, LSA"),
-    ("graphrca LSA", lambda: f", LSA {_category('dense (lsa)'):.3f}, RRF"),
-    ("graphrca RRF equal", lambda: f"RRF equal {_category('RRF equal weights (MiniLM)'):.3f}, "),
+    ("graphrca BM25", lambda: f"| BM25 {_category('sparse (BM25)'):.3f}, MiniLM", RESULTS_PAGE),
+    ("graphrca MiniLM", lambda: f", MiniLM {_category('dense (minilm)'):.3f}, LSA", RESULTS_PAGE),
+    ("graphrca LSA", lambda: f", LSA {_category('dense (lsa)'):.3f}, RRF", RESULTS_PAGE),
+    (
+        "graphrca RRF equal",
+        lambda: f"RRF equal {_category('RRF equal weights (MiniLM)'):.3f}, ",
+        RESULTS_PAGE,
+    ),
     (
         "graphrca gated",
         lambda: f"gated {_category('gated'):.3f} (`benchmarks/results/categories.json`)",
+        RESULTS_PAGE,
     ),
     # the prompt-injection scanner, from benchmarks/injection.py
     (
@@ -463,6 +558,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
         lambda: "| {}/{} fixture variants caught with the right kind".format(
             _injection()["fixture"]["detected_right_kind"], _injection()["fixture"]["variants"]
         ),
+        RESULTS_PAGE,
     ),
     (
         "injection known misses caught",
@@ -470,33 +566,39 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             len(_injection()["fixture"]["known_misses_now_caught"]),
             _injection()["fixture"]["known_misses"],
         ),
+        RESULTS_PAGE,
     ),
     (
         "injection benign flagged",
         lambda: "; {}/{} benign sentences".format(
             len(_injection()["fixture"]["benign_flagged"]), _injection()["fixture"]["benign"]
         ),
+        RESULTS_PAGE,
     ),
     (
         "injection sample-KB chunks flagged",
         lambda: "and {}/{} sample-KB chunks flagged".format(
             _injection()["sample_kb"]["chunks_flagged"], _injection()["sample_kb"]["chunks"]
         ),
+        RESULTS_PAGE,
     ),
     # offline investigation latency, from benchmarks/investigate.py --embedder lsa|minilm
     (
         "investigation LSA p95",
         lambda: f"LSA KB: p95 {_stage('lsa', 'end_to_end_ms', 'p95'):.1f} ms",
+        RESULTS_PAGE,
     ),
     (
         "investigation MiniLM p50/p95/p99",
         lambda: "MiniLM KB: p50 {:.0f} ms, p95 {:.0f} ms, p99 {:.0f} ms".format(
             *(_stage("minilm", "end_to_end_ms", q) for q in ("p50", "p95", "p99"))
         ),
+        RESULTS_PAGE,
     ),
     (
         "investigation MiniLM query embedding p50",
         lambda: f"query embedding (p50 {_stage('minilm', 'embed_ms', 'p50'):.0f} ms)",
+        RESULTS_PAGE,
     ),
     # anomalies from the detector, from benchmarks/anomalies.py --seeds 16 --fresh
     (
@@ -504,25 +606,33 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
         lambda: "| ranking, {} detected anomalies of the six origin types ({} seeds) |".format(
             _load("anomalies.json")["precedent_cases"], _load("anomalies.json")["seeds"]
         ),
+        INVESTIGATION_PAGE,
     ),
     (
         "anomaly BM25",
         lambda: "| BM25 | {:.3f} (cpu_saturation {:.2f}) |".format(
             _anomaly("BM25"), _anomaly("BM25", "cpu_saturation")
         ),
+        INVESTIGATION_PAGE,
     ),
-    ("anomaly MiniLM", lambda: f"| MiniLM | {_anomaly('MiniLM'):.3f} |"),
+    ("anomaly MiniLM", lambda: f"| MiniLM | {_anomaly('MiniLM'):.3f} |", INVESTIGATION_PAGE),
     (
         "anomaly BM25 + MiniLM",
         lambda: f"weight 0.3) | {_anomaly('BM25 + MiniLM (text default 0.3)'):.3f} |",
+        INVESTIGATION_PAGE,
     ),
-    ("anomaly signals alone", lambda: f"| signals alone | {_anomaly('signals'):.3f} |"),
-    ("anomaly profiles, shipped and chosen now", _anomaly_profile),
+    (
+        "anomaly signals alone",
+        lambda: f"| signals alone | {_anomaly('signals'):.3f} |",
+        INVESTIGATION_PAGE,
+    ),
+    ("anomaly profiles, shipped and chosen now", _anomaly_profile, INVESTIGATION_PAGE),
     (
         "anomaly confidence AUROC, ECE",
         lambda: "AUROC {:.2f}, ECE {:.2f}, novelty".format(
             _anomaly_confidence("auroc_precedent_vs_none"), _anomaly_confidence("ece")
         ),
+        INVESTIGATION_PAGE,
     ),
     (
         "anomaly novelty P/R and reported right",
@@ -531,6 +641,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _anomaly_confidence("novel_recall"),
             _reported_right(),
         ),
+        INVESTIGATION_PAGE,
     ),
     (
         "anomalies, measured row",
@@ -543,6 +654,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _anomaly("shipped profile"),
             _anomaly_confidence("auroc_precedent_vs_none"),
         ),
+        RESULTS_PAGE,
     ),
     # ingest throughput without embedding, from benchmarks/ingest.py --budget 15
     (
@@ -552,12 +664,14 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _ingest("sample KB")["chunks"],
             _ingest("sample KB")["seconds"],
         ),
+        RESULTS_PAGE,
     ),
     (
         "ingest, SciFact 10k and 100k chunks",
         lambda: "10k chunks at {:,.0f} chunks/s, 100k at {:,.0f} chunks/s".format(
             _ingest("scifact-10k")["chunks_per_s"], _ingest("scifact-100k")["chunks_per_s"]
         ),
+        RESULTS_PAGE,
     ),
     # seenbefore eval --self-test on the sample KB, from benchmarks/selftest.py
     (
@@ -566,6 +680,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("selftest.json")["header"]["cases"].split()[0],
             _load("selftest.json")["mean_token_overlap"],
         ),
+        RESULTS_PAGE,
     ),
     (
         "self-test MRR per mode",
@@ -577,6 +692,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _selftest("gated (MiniLM)"),
             )
         ),
+        RESULTS_PAGE,
     ),
     (
         "golden cases, counts and overlap",
@@ -588,6 +704,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _load("eval_golden.json")["mean_token_overlap"],
             )
         ),
+        RESULTS_PAGE,
     ),
     (
         "golden cases, Hit@1",
@@ -596,21 +713,24 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _golden("dense (MiniLM)", "hit@1"),
             _golden("gated (MiniLM)", "hit@1"),
         ),
+        RESULTS_PAGE,
     ),
     (
         "golden cases, sparse novel P/R",
         lambda: "novel precision/recall: sparse {:.3f}/{:.3f},".format(
             _golden("sparse", "novel_precision"), _golden("sparse", "novel_recall")
         ),
+        RESULTS_PAGE,
     ),
-    ("golden cases, novel cases caught", _golden_novel_caught),
-    ("golden cases, AUROC span", _golden_auroc_span),
+    ("golden cases, novel cases caught", _golden_novel_caught, RESULTS_PAGE),
+    ("golden cases, AUROC span", _golden_auroc_span, RESULTS_PAGE),
     # the simulator's incidents, from benchmarks/detection.py
     (
         "detection incidents",
         lambda: "| detection, {} injected incidents over 48 h (seed {}) |".format(
             _load("detection.json")["incidents"], _load("detection.json")["seed"]
         ),
+        RESULTS_PAGE,
     ),
     (
         "detection precision/recall",
@@ -619,30 +739,39 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 _load("detection.json")["precision"], _load("detection.json")["recall"]
             )
         ),
+        RESULTS_PAGE,
     ),
     # real incident text, from benchmarks/realtext.py --dense
-    ("AWS Hit@1, default hybrid", lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**"),
+    (
+        "AWS Hit@1, default hybrid",
+        lambda: f"**{_aws('ours hybrid (gated, default)'):.3f}**",
+        RETRIEVAL_PAGE,
+    ),
     (
         "AWS Hit@1, whole document",
         lambda: f"| {_aws('ours sparse, whole document (default)'):.3f} |",
+        RETRIEVAL_PAGE,
     ),
-    ("AWS Hit@1, best chunk", lambda: f"| {_aws('ours sparse, best chunk'):.3f} |"),
-    ("realtext table, peers", _peers_row),
+    ("AWS Hit@1, best chunk", lambda: f"| {_aws('ours sparse, best chunk'):.3f} |", RETRIEVAL_PAGE),
+    ("realtext table, peers", _peers_row, RETRIEVAL_PAGE),
     (
         "realtext table, best chunk",
         lambda: _realtext_row("ours, BM25 best chunk (before)", "ours sparse, best chunk"),
+        RETRIEVAL_PAGE,
     ),
     (
         "realtext table, whole document",
         lambda: _realtext_row(
             "ours, BM25F whole document + word pairs", "ours sparse, whole document (default)"
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "realtext table, default hybrid",
         lambda: _realtext_row(
             "**ours, default hybrid (MiniLM, weight 0.3)**", "ours hybrid (gated, default)", True
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "realtext table, set sizes",
@@ -650,6 +779,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("realtext.json")["sets"]["graphrca"]["documents"],
             _load("realtext.json")["sets"]["sample-kb"]["cases"],
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty: events without precedent",
@@ -658,6 +788,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             - _load("realtext.json")["sets"]["aws-novelty"]["documents"],
             _load("realtext.json")["sets"]["aws-novelty"]["cases"],
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty P/R",
@@ -665,18 +796,22 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _realtext_novel("aws-novelty", "novel_precision"),
             _realtext_novel("aws-novelty", "novel_recall"),
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS, every event present: share called novel",
         lambda: f"it calls {_realtext_novel('aws', 'novel_rate') * 100:.0f} % of the queries novel",
+        RETRIEVAL_PAGE,
     ),
     (
         "graphrca: share called novel",
         lambda: f"(it calls {_realtext_novel('graphrca', 'novel_rate') * 100:.0f} % novel)",
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS Hit@1, rank_bm25 / bm25s",
         lambda: f"{_aws('rank_bm25 (BM25Okapi)'):.3f} / {_aws('bm25s'):.3f}",
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty AUROC",
@@ -684,10 +819,12 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             "AUROC "
             f"{_aws('ours hybrid (gated, default)', 'novelty/auroc_precedent', 'aws-novelty'):.3f}"
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty ECE",
         lambda: f"ECE {_aws('ours hybrid (gated, default)', 'novelty/ece', 'aws-novelty'):.3f}",
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty: ceiling of the signals with the task's labels",
@@ -696,6 +833,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 "ours hybrid (gated, default)"
             ]["auroc_precedent_cv_with_task_labels"]
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty: boosted-trees ceiling",
@@ -704,8 +842,9 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 "ours hybrid (gated, default)"
             ]["auroc_precedent_cv_with_task_labels_boosted_trees"]
         ),
+        RETRIEVAL_PAGE,
     ),
-    ("AWS novelty over five halves", lambda: _seeds_sentence()),
+    ("AWS novelty over five halves", lambda: _seeds_sentence(), RETRIEVAL_PAGE),
     (
         "AWS novelty without the doubtful labels",
         lambda: (
@@ -730,6 +869,7 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
                 ]["max"],
             )
         ),
+        RETRIEVAL_PAGE,
     ),
     (
         "AWS novelty: left-out events with a twin in the KB",
@@ -738,16 +878,199 @@ FIGURES: list[tuple[str, Callable[[], str]]] = [
             _load("realtext.json")["sets"]["aws-novelty"]["cases"]
             - _load("realtext.json")["sets"]["aws-novelty"]["documents"],
         ),
+        RETRIEVAL_PAGE,
+    ),
+    # the README's first hour and headline table: the same values as above, in the README's words
+    (
+        "first hour: sample chunks ingested with MiniLM",
+        lambda: "Ingesting the {} sample chunks with MiniLM took {:.1f} s ({:.0f} chunks/s)".format(
+            _runtime(_load("cli_latency.json"), "onnx")["chunks"],
+            _runtime(_load("cli_latency.json"), "onnx")["ingest_s"],
+            _runtime(_load("cli_latency.json"), "onnx")["ingest_chunks_per_s"],
+        ),
+        README,
+    ),
+    (
+        "headline: AWS Hit@1 and verdict AUROC",
+        lambda: (
+            "| real incident text: {} AWS Health events, Hit@1 | default hybrid {:.3f}, BM25F alone "
+            '{:.3f}; "no precedent" verdict AUROC {:.3f} with half the events left out'
+        ).format(
+            _load("realtext.json")["sets"]["aws"]["cases"],
+            _aws("ours hybrid (gated, default)"),
+            _aws("ours sparse, whole document (default)"),
+            _aws("ours hybrid (gated, default)", "novelty/auroc_precedent", "aws-novelty"),
+        ),
+        README,
+    ),
+    (
+        "headline: SciFact",
+        lambda: "| gated hybrid {:.3f} vs BM25 {:.3f}; as a KB serves it {:.3f} |".format(
+            _beir("RRF gated"), _beir("BM25 unstemmed"), _beir("KB as served: default hybrid")
+        ),
+        README,
+    ),
+    (
+        "headline: graphrca",
+        lambda: (
+            "({} real incidents), precision@1 by cause category | gated {:.3f} (majority class "
+            "{:.3f}) |"
+        ).format(
+            _load("categories.json")["queries"],
+            _category("gated"),
+            _load("categories.json")["majority_share"],
+        ),
+        README,
+    ),
+    ("headline: golden cases", _headline_golden, README),
+    (
+        "headline: anomalies",
+        lambda: (
+            "right incident type first ({} anomalies) | {:.3f} with the anomaly profile (BM25 "
+            "alone {:.3f}) |"
+        ).format(
+            _load("anomalies.json")["precedent_cases"],
+            _anomaly("shipped profile"),
+            _anomaly("BM25"),
+        ),
+        README,
+    ),
+    (
+        "headline: detection",
+        lambda: (
+            "| simulated incidents ({} injected over 48 h) | event-level precision {:.2f}, "
+            "recall {:.2f} |"
+        ).format(
+            _load("detection.json")["incidents"],
+            _load("detection.json")["precision"],
+            _load("detection.json")["recall"],
+        ),
+        README,
+    ),
+    ("headline: NAB", _headline_nab, README),
+    (
+        "headline: search latency at 100k chunks",
+        lambda: "| filtered search at 100k chunks, SQLite | hybrid p50/p95 {} ms |".format(
+            _lat("100000 chunks", "kb.search hybrid")
+        ),
+        README,
+    ),
+    (
+        "headline: service load",
+        lambda: "| the service under load ({} clients) | {:.2f} req/s, {} errors |".format(
+            _load("service.json")["clients"],
+            _load("service.json")["kinds"]["all"]["throughput_rps"],
+            _load("service.json")["kinds"]["all"]["errors"],
+        ),
+        README,
+    ),
+    (
+        "headline: CLI wall time",
+        lambda: "| search p50 {:.2f} s (ONNX Runtime); `make demo` {:.1f} s |".format(
+            _runtime(_load("cli_latency.json"), "onnx")["search_wall_p50_s"],
+            _load("cli_latency.json")["demo_s"],
+        ),
+        README,
     ),
 ]
 
 
-@pytest.mark.parametrize(("what", "expected"), FIGURES, ids=[w for w, _ in FIGURES])
-def test_readme_quotes_the_committed_figure(what: str, expected: Callable[[], str]) -> None:
+@pytest.mark.parametrize(
+    ("what", "expected", "page"), FIGURES, ids=[f"{w} ({p})" for w, _, p in FIGURES]
+)
+def test_page_quotes_the_committed_figure(
+    what: str, expected: Callable[[], str], page: str
+) -> None:
     text = " ".join(expected().split())
-    assert text in FLAT_README, (
-        f"README does not say {text!r} ({what}); re-copy it from the results"
+    assert text in _flat(page), (
+        f"{page} does not say {text!r} ({what}); re-copy it from the results"
     )
+
+
+def test_readme_is_a_short_guide() -> None:
+    lines = _read(README).splitlines()
+    assert len(lines) <= README_MAX_LINES, (
+        f"README.md has {len(lines)} lines (at most {README_MAX_LINES}); move detail into docs/"
+    )
+
+
+FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"(?<!\\)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _links(text: str) -> list[str]:
+    """Link targets outside fenced code; inline code stays a word, so [`x.json`](...) is a link."""
+    return LINK.findall(INLINE_CODE.sub("code", FENCE.sub("", text)))
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to '-', repeats -1, -2."""
+    seen: dict[str, int] = {}
+    anchors = set()
+    for heading in HEADING.findall(FENCE.sub("", text)):
+        plain = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+        slug = "".join(
+            c for c in plain.lower() if c in "-_ " or unicodedata.category(c)[0] in "LN"
+        ).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+DOC_PAGES = [README, *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_relative_links_point_at_files_that_exist(page: str) -> None:
+    source = ROOT / page
+    broken = []
+    for target in _links(_read(page)):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):
+            continue  # https:, mailto: ...: not a file in the repository
+        path, _, anchor = target.partition("#")
+        resolved = (source.parent / path).resolve() if path else source
+        if not resolved.exists():
+            broken.append(f"{target} (no {os.path.relpath(resolved, ROOT)})")
+        elif (
+            anchor
+            and resolved.suffix == ".md"
+            and anchor not in _anchors(resolved.read_text(encoding="utf-8"))
+        ):
+            broken.append(f"{target} (no heading #{anchor} in {path or page})")
+    assert not broken, f"{page} links to what is not there: {broken}"
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in _links(_read(README))}
+    missing = [p for p in DOC_PAGES[1:] if (ROOT / p).resolve() not in linked]
+    assert not missing, f"README.md does not link {missing}"
+
+
+def _headline_rows() -> list[str]:
+    text = _read(README)
+    start = text.index("\n## Headline figures")
+    end = text.find("\n## ", start + 1)
+    section = text[start : end if end != -1 else len(text)]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert len(rows) > 2, "README.md's headline figures are not a table"
+    return rows[2:]  # past the header and the |---| line
+
+
+def test_readme_headline_rows_name_their_docs_page_and_results_file() -> None:
+    rows = _headline_rows()
+    assert len(rows) <= 10, f"{len(rows)} headline rows: keep it to a handful, the rest in docs/"
+    for row in rows:
+        pages = [t for t in _links(row) if re.match(r"^docs/[\w.-]+\.md(#|$)", t)]
+        assert pages, f"headline row links no docs page: {row}"
+        for target in pages:
+            assert (ROOT / target.partition("#")[0]).is_file(), f"{target} is missing: {row}"
+        results = re.findall(r"benchmarks/results/[\w.-]+\.json", row)
+        assert results, f"headline row names no benchmarks/results/*.json file: {row}"
+        for name in results:
+            assert (ROOT / name).is_file(), f"{name} is not committed: {row}"
 
 
 def test_every_results_file_says_which_command_made_it() -> None:

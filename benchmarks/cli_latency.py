@@ -1,11 +1,14 @@
 """What an engineer waits for: `seenbefore search` wall time, process start to exit, and ingest speed,
-with MiniLM on ONNX Runtime (the default) beside the sentence-transformers reference path.
+with MiniLM on ONNX Runtime (the default) beside the sentence-transformers reference path; and
+what an agent's client and an orchestrator wait for: a cold `seenbefore mcp` (new home, empty
+model cache) until it answers `initialize`, `tools/list` and the first tool call, and a new
+`seenbefore serve` until `/healthz` and `/readyz` answer 200.
 
 Each path gets its own knowledge base of the shipped sample postmortems (ingest timed, chunks/s from
 the store's own count), then the same queries run as fresh processes (`--mode hybrid`, so the
 embedder loads every time, as it does for a person at a shell). Prints figures; asserts nothing.
 
-    python benchmarks/cli_latency.py [--runs 7] [--write]
+    python benchmarks/cli_latency.py [--runs 7] [--demo] [--write]
 """
 
 from __future__ import annotations
@@ -13,18 +16,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
+import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from provenance import provenance, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "examples" / "postmortems"
@@ -76,6 +83,95 @@ def measure(runtime: str, runs: int, scratch: Path) -> dict[str, Any]:
     }
 
 
+def _rpc(method: str, request_id: int | None, params: dict[str, Any] | None = None) -> str:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if request_id is not None:
+        message["id"] = request_id
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message) + "\n"
+
+
+def mcp_cold(scratch: Path, run: int) -> dict[str, Any]:
+    """One cold `seenbefore mcp` (handshake-era client, as the MCP Inspector and Claude Desktop
+    speak): seconds from process start to each answer."""
+    home, models = scratch / f"mcp-home-{run}", scratch / f"mcp-models-{run}"
+    env = {**os.environ, "SEENBEFORE_HOME": str(home), "SEENBEFORE_MODEL_CACHE": str(models)}
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [CLI, "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    marks: dict[str, float] = {}
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "b", "version": "1"},
+    }
+    steps = [
+        ("initialize_s", _rpc("initialize", 1, init) + _rpc("notifications/initialized", None)),
+        ("tools_list_s", _rpc("tools/list", 2)),
+        (
+            "first_call_s",
+            _rpc(
+                "tools/call",
+                3,
+                {"name": "find_similar_incidents", "arguments": {"query": QUERIES[0]}},
+            ),
+        ),
+    ]
+    for name, text in steps:
+        proc.stdin.write(text)
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        if "error" in answer:
+            raise SystemExit(f"mcp {name}: {answer['error']}")
+        marks[name] = round(time.perf_counter() - started, 3)
+    proc.stdin.close()
+    proc.wait(60)
+    marks["model_exported_on_first_call"] = any(models.glob("*.onnx"))
+    return marks
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_start(scratch: Path, sample: bool) -> dict[str, Any]:
+    """A new `seenbefore serve` (fresh home): seconds until /healthz and /readyz answer 200."""
+    port = _free_port()
+    env = {**os.environ, "SEENBEFORE_HOME": str(scratch / f"serve-{sample}")}
+    env["SEENBEFORE_ADMIN_TOKEN"] = "sb_" + "B" * 43
+    args = [CLI, "serve", "--port", str(port), "--log-level", "warning"] + (
+        ["--sample"] if sample else []
+    )
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marks: dict[str, Any] = {"sample": sample}
+    try:
+        for path, key in (("/healthz", "healthz_s"), ("/readyz", "readyz_s")):
+            while key not in marks:
+                if proc.poll() is not None or time.perf_counter() - started > 600:
+                    raise SystemExit(f"serve exited or never answered {path}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+                        if r.status == 200:
+                            marks[key] = round(time.perf_counter() - started, 3)
+                except (urllib.error.URLError, OSError):
+                    time.sleep(0.02)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return marks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="searches per runtime")
@@ -90,6 +186,30 @@ def main() -> None:
         for runtime in ("onnx", "torch"):
             console.print(f"[bold]{runtime}[/]: ingest {SAMPLES.name}, then {args.runs} searches")
             rows.append(measure(runtime, args.runs, Path(scratch)))
+        console.print("[bold]mcp[/]: 3 cold starts (new home, empty model cache)")
+        mcp_runs = [mcp_cold(Path(scratch), run) for run in range(3)]
+        console.print("[bold]serve[/]: a new home, empty and with --sample")
+        serve_runs = [serve_start(Path(scratch), sample) for sample in (False, True)]
+    mcp = {
+        key: round(statistics.median(r[key] for r in mcp_runs), 3)
+        for key in ("initialize_s", "tools_list_s", "first_call_s")
+    }
+    mcp["runs"] = mcp_runs
+    mcp_table = Table(title="cold `seenbefore mcp`: seconds from process start to the answer")
+    for column in ("initialize (p50)", "tools/list (p50)", "first tool call (p50, exports MiniLM)"):
+        mcp_table.add_column(column, justify="right")
+    mcp_table.add_row(*(f"{mcp[k]:.2f}" for k in ("initialize_s", "tools_list_s", "first_call_s")))
+    console.print(mcp_table)
+    serve_table = Table(title="new `seenbefore serve`: seconds from process start")
+    for column in ("store", "/healthz 200", "/readyz 200"):
+        serve_table.add_column(column, justify="right")
+    for run in serve_runs:
+        serve_table.add_row(
+            "--sample" if run["sample"] else "empty",
+            f"{run['healthz_s']:.2f}",
+            f"{run['readyz_s']:.2f}",
+        )
+    console.print(serve_table)
     demo_s = None
     if args.demo:
         console.print("[bold]demo[/]: scripts/demo.sh in a scratch SEENBEFORE_HOME")
@@ -110,26 +230,15 @@ def main() -> None:
         )
     console.print(table)
     if args.write:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-        ).stdout.strip()
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(
-            json.dumps(
-                {
-                    "command": "python benchmarks/cli_latency.py "
-                    f"--runs {args.runs}{' --demo' if args.demo else ''} --write",
-                    "commit": commit,
-                    "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
-                    "note": "wall time from process start to exit; other jobs may share the machine",
-                    "results": rows,
-                    "demo_s": round(demo_s, 1) if demo_s is not None else None,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-        console.print(f"wrote {RESULTS}")
+        record = {
+            **provenance("benchmarks/cli_latency.py"),
+            "note": "wall time from process start; other jobs may share the machine",
+            "results": rows,
+            "mcp_cold": mcp,
+            "serve_start": serve_runs,
+            "demo_s": round(demo_s, 1) if demo_s is not None else None,
+        }
+        console.print(f"wrote {write_results(RESULTS, record)}")
 
 
 if __name__ == "__main__":

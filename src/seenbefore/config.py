@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(
         default=600, ge=1, description="requests per minute per API token (429 beyond)"
     )
+    auth_failures_per_minute: int = Field(
+        default=20,
+        ge=1,
+        description="failed authentications (bad token, failed login) per minute per client "
+        "address before it is refused with 429 without a token check",
+    )
     notify: dict[str, Any] = Field(
         default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
     )

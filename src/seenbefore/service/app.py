@@ -22,20 +22,21 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seenbefore
 from seenbefore.config import Settings, load_settings
-from seenbefore.errors import StoreError
+from seenbefore.errors import SeenbeforeError, StoreError
 from seenbefore.kb import KnowledgeBase
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service import errors
 from seenbefore.service.bodylimit import BodyLimitMiddleware
-from seenbefore.service.deps import ServiceState
+from seenbefore.service.deps import ServiceState, bearer_principal, ready
 from seenbefore.service.metrics import LatencyMiddleware, ServiceMetrics
 from seenbefore.service.ratelimit import RateLimiter
 from seenbefore.service.routers import (
@@ -59,6 +60,39 @@ log = logging.getLogger(__name__)
 REQUEST_ID_HEADER = b"x-request-id"
 OPEN_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits between attempts to open a server store
 OnOpen = Callable[[KnowledgeBase], None]
+
+
+class BearerGate:
+    """``/mcp`` answers a request without a valid bearer token as ``/v1`` does (401 with
+    ``WWW-Authenticate``, or 429 once the address's failed attempts are used up) before the MCP
+    server reads it: ``initialize`` and ``tools/list`` included. Each tool call still checks its
+    token again (mcp/server.py ``bearer_caller``), for the caller's identity."""
+
+    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        try:
+            await run_in_threadpool(self._authenticate, request)
+        except SeenbeforeError as exc:
+            response = await errors.seenbefore_error(request, exc)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authenticate(self, request: Request) -> None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        credentials = (
+            HTTPAuthorizationCredentials(scheme=scheme, credentials=token.strip())
+            if scheme.lower() == "bearer" and token.strip()
+            else None
+        )
+        bearer_principal(self.state, request, credentials, ready(self.state))
 
 
 class RequestIdMiddleware:
@@ -99,7 +133,7 @@ def open_state(
             on_open(base)
         base.embedder()  # the heavy model load happens here, not on the first request
         base.index()
-        sessions = SessionSigner(store_secret(base.store))
+        sessions = SessionSigner(store_secret(base.store), store=base.store)
         workflow = ReviewWorkflow(base, settings)
         try:
             resumed = workflow.recover()  # decisions a stopped process recorded, unfinished
@@ -160,6 +194,11 @@ def new_state(cfg: Settings) -> ServiceState:
         settings=cfg,
         metrics=ServiceMetrics(),
         limiter=RateLimiter(cfg.rate_limit_per_minute),
+        failures=RateLimiter(
+            cfg.auth_failures_per_minute,
+            setting="SEENBEFORE_AUTH_FAILURES_PER_MINUTE",
+            what="failed authentications per minute from this address",
+        ),
         sampler=InvestigationSampler(cfg.home / "logs" / LOG_NAME, cfg.log_sample_fraction),
     )
 
@@ -282,7 +321,8 @@ def create_app(
         mcp_http = mcp_server.streamable_http_app(
             streamable_http_path="/mcp", stateless_http=True, json_response=True
         )
-        app.router.routes.append(Route("/mcp", endpoint=mcp_http, include_in_schema=False))
+        gated = BearerGate(mcp_http, service)
+        app.router.routes.append(Route("/mcp", endpoint=gated, include_in_schema=False))
     app.add_middleware(LatencyMiddleware, metrics=service.metrics)
     app.add_middleware(BodyLimitMiddleware, max_bytes=cfg.max_request_bytes)  # before auth
     app.add_middleware(RequestIdMiddleware)

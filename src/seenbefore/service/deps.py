@@ -1,8 +1,12 @@
 """What routes share: the service state (one KnowledgeBase per process) and the caller.
 
-A caller is authenticated by ``Authorization: Bearer <token>`` or, for the web UI, by the
-signed session cookie; then rate limited per token; then checked for a role. Every route but
-/healthz and /readyz depends on :func:`caller`."""
+An API caller (``/v1/*``, ``/metrics``, ``/mcp``) is authenticated by ``Authorization: Bearer
+<token>`` only: the web session cookie opens the review queue's pages, never the JSON API, so a
+page on another origin cannot make a logged-in browser approve a review through ``/v1`` (the
+queue's own forms carry a CSRF token and are checked for their origin, routers/web.py). Then the
+caller is rate limited per token and checked for a role. Failed authentication is throttled per
+client address before a token is even looked at (``SEENBEFORE_AUTH_FAILURES_PER_MINUTE``). Every
+route but /healthz and /readyz depends on :func:`caller`."""
 
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ class ServiceState:
     metrics: ServiceMetrics
     limiter: RateLimiter
     sampler: InvestigationSampler
+    failures: RateLimiter  # failed authentications per client address
     kb: KnowledgeBase | None = None
     tokens: TokenStore | None = None
     audit: AuditLog | None = None
@@ -130,28 +135,80 @@ def session_principal(tokens: TokenStore, session: Session) -> Principal | None:
     return None
 
 
-def authenticate(
-    request: Request, credentials: HTTPAuthorizationCredentials | None, app: Ready
-) -> Caller:
-    if credentials is not None:
-        principal = app.tokens.authenticate(credentials.credentials)
-        caller = Caller(principal, "req:" + request_id(request), "token")
-    else:
-        session = app.sessions.read(request.cookies.get(SESSION_COOKIE))
-        principal_or_none = session_principal(app.tokens, session) if session else None
-        if session is None or principal_or_none is None:
-            raise AuthError(
-                "no credentials: send 'Authorization: Bearer sb_...' (a token from "
-                "`seenbefore token create`), or log in at /login"
-            )
-        caller = Caller(principal_or_none, "web:" + session.sid, "session", session)
-    state: ServiceState = request.app.state.service
+def client_key(request: Request) -> str:
+    """Whom failed authentications are counted against: the peer address (not a forwarded
+    header, which the client writes)."""
+    return "addr:" + (request.client.host if request.client else "unknown")
+
+
+def refuse_if_throttled(state: ServiceState, key: str) -> None:
+    """429 for a client whose failed authentications used up their allowance."""
     try:
-        state.limiter.check(caller.principal.token_id or caller.principal.name)
+        state.failures.peek(key)
     except RateLimitedError:
         state.metrics.rate_limited.inc()
         raise
-    return caller
+
+
+def authenticated(state: ServiceState, key: str, attempt: Callable[[], Principal]) -> Principal:
+    """``attempt()``'s principal; a failure counts against ``key`` (and may throttle it)."""
+    refuse_if_throttled(state, key)
+    try:
+        return attempt()
+    except AuthError:
+        try:
+            state.failures.check(key)
+        except RateLimitedError:
+            state.metrics.rate_limited.inc()
+            raise
+        raise
+
+
+def limit(state: ServiceState, principal: Principal) -> None:
+    """The per-token rate limit."""
+    try:
+        state.limiter.check(principal.token_id or principal.name)
+    except RateLimitedError:
+        state.metrics.rate_limited.inc()
+        raise
+
+
+def bearer_principal(
+    state: ServiceState,
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None,
+    app: Ready,
+) -> Principal:
+    """Who a bearer token is (failures throttled per address); nothing else authenticates."""
+    if credentials is None:
+        refuse_if_throttled(state, client_key(request))
+        raise AuthError(
+            "no credentials: send 'Authorization: Bearer sb_...' (a token from "
+            "`seenbefore token create`); the web queue's login cookie does not open the API"
+        )
+    token = credentials.credentials
+    return authenticated(state, client_key(request), lambda: app.tokens.authenticate(token))
+
+
+def bearer_caller(
+    request: Request, credentials: HTTPAuthorizationCredentials | None, app: Ready
+) -> Caller:
+    """The API caller: a bearer token, then the per-token rate limit."""
+    state: ServiceState = request.app.state.service
+    principal = bearer_principal(state, request, credentials, app)
+    limit(state, principal)
+    return Caller(principal, "req:" + request_id(request), "token")
+
+
+def session_caller(request: Request, app: Ready) -> Caller | None:
+    """The web queue's user: an open session whose token is still active, or None."""
+    session = app.sessions.read(request.cookies.get(SESSION_COOKIE))
+    principal = session_principal(app.tokens, session) if session else None
+    if session is None or principal is None:
+        return None
+    state: ServiceState = request.app.state.service
+    limit(state, principal)
+    return Caller(principal, "web:" + session.sid, "session", session)
 
 
 def caller(
@@ -159,7 +216,7 @@ def caller(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     app: Annotated[Ready, Depends(ready)],
 ) -> Caller:
-    return authenticate(request, credentials, app)
+    return bearer_caller(request, credentials, app)
 
 
 def role(name: str, action: str) -> Callable[[Caller], Caller]:

@@ -1,4 +1,6 @@
-"""Per-token rate limit: a token bucket per key (API token id, or web session's token).
+"""Rate limits: a token bucket per key — per API token (each request takes one), and per client
+address for failed authentications (each failure takes one; a client whose bucket is empty is
+refused before its next token is even looked at).
 
 A bucket holds up to ``per_minute`` requests and refills at ``per_minute / 60`` per second, so
 a burst of a whole minute's allowance is allowed once, then the steady rate. A request that
@@ -24,12 +26,18 @@ class _Bucket:
 
 
 class RateLimiter:
-    def __init__(self, per_minute: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        per_minute: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        setting: str = "SEENBEFORE_RATE_LIMIT_PER_MINUTE",
+        what: str = "requests per minute for this token",
+    ) -> None:
         if per_minute < 1:
-            raise ConfigError(
-                f"rate limit is {per_minute} requests per minute; expected at least 1 "
-                "(SEENBEFORE_RATE_LIMIT_PER_MINUTE)"
-            )
+            raise ConfigError(f"{setting} is {per_minute}; expected at least 1")
+        self.setting = setting
+        self.what = what
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
         self._clock = clock
@@ -37,7 +45,14 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     def check(self, key: str) -> None:
-        """Take one request from ``key``'s bucket, or raise RateLimitedError."""
+        """Take one from ``key``'s bucket, or raise RateLimitedError."""
+        self._take(key, 1.0)
+
+    def peek(self, key: str) -> None:
+        """RateLimitedError if ``key``'s bucket is empty; takes nothing."""
+        self._take(key, 0.0)
+
+    def _take(self, key: str, cost: float) -> None:
         now = self._clock()
         with self._lock:
             bucket = self._buckets.pop(key, None) or _Bucket(self.capacity, now)
@@ -47,11 +62,11 @@ class RateLimiter:
             if len(self._buckets) > MAX_KEYS:
                 del self._buckets[next(iter(self._buckets))]
             if bucket.tokens >= 1.0:
-                bucket.tokens -= 1.0
+                bucket.tokens -= cost
                 return
             wait = (1.0 - bucket.tokens) / self.rate
         raise RateLimitedError(
-            f"more than {int(self.capacity)} requests per minute for this token; retry in "
-            f"{wait:.1f} s or ask an admin to raise SEENBEFORE_RATE_LIMIT_PER_MINUTE",
+            f"more than {int(self.capacity)} {self.what}; retry in {wait:.1f} s or ask an "
+            f"admin to raise {self.setting}",
             retry_after_s=wait,
         )

@@ -1,7 +1,12 @@
 """Web sessions: a signed cookie (HMAC-SHA256 under a secret kept in the store) that names the
-API token the user logged in with, a session id and an expiry. Nothing secret is in the cookie;
-the token itself is never stored. Each request re-reads the token, so revoking it (or changing
-its role or tiers) takes effect at once. CSRF tokens are derived from the session id."""
+API token the user logged in with, a session id and an expiry, and a row in the store for each
+session that is open. Nothing secret is in the cookie; the token itself is never stored.
+
+A cookie is good only while its row exists: logout deletes the row, so a copy of the cookie
+saved before logout opens nothing afterwards (on any replica: the rows live in the shared store,
+in the ``blobs`` table under ``web.session.<sid>``). Each request also re-reads the token, so
+revoking it (or changing its role or tiers) ends its sessions at once. Expired rows are removed
+when a new session is issued. CSRF tokens are derived from the session id."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from seenbefore.storage.sqlport import ServiceStore
 SESSION_COOKIE = "sb_session"
 LOGIN_CSRF_COOKIE = "sb_login_csrf"
 SECRET_KEY = "web.session_secret"
+SESSION_ROW = "web.session."  # + sid: an open session (value: the token id)
 SESSION_TTL_S = 8 * 3600
 
 
@@ -54,11 +60,24 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="seconds")
+
+
 class SessionSigner:
+    """Issues, reads and ends sessions. Without a ``store`` (unit tests of the signature) a
+    session lives until it expires; with one, until it expires or is ended."""
+
     def __init__(
-        self, secret: bytes, *, ttl_s: int = SESSION_TTL_S, clock: Callable[[], float] = time.time
+        self,
+        secret: bytes,
+        *,
+        store: ServiceStore | None = None,
+        ttl_s: int = SESSION_TTL_S,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._secret = secret
+        self._store = store
         self.ttl_s = ttl_s
         self._clock = clock
 
@@ -71,7 +90,18 @@ class SessionSigner:
     def issue(self, token_id: str) -> tuple[str, Session]:
         """A new session for ``token_id``: (cookie value, session)."""
         sid = secrets.token_hex(16)
-        expires = int(self._clock()) + self.ttl_s
+        issued = self._clock()
+        expires = int(issued) + self.ttl_s
+        if self._store is not None:
+            with self._store.transaction() as conn:
+                conn.execute(  # sessions issued before the oldest one still valid: gone
+                    "DELETE FROM blobs WHERE key LIKE ? AND updated_at < ?",
+                    (SESSION_ROW + "%", _iso(issued - self.ttl_s)),
+                )
+                conn.execute(
+                    "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?)",
+                    (SESSION_ROW + sid, token_id.encode("utf-8"), _iso(issued)),
+                )
         payload = _b64(json.dumps({"sid": sid, "tid": token_id, "exp": expires}).encode())
         return f"{payload}.{self._sign(payload)}", Session(
             sid, token_id, expires, self.csrf_for(sid)
@@ -91,7 +121,17 @@ class SessionSigner:
             return None
         if expires < self._clock():
             return None
+        if self._store is not None and not self._store.query(
+            "SELECT 1 FROM blobs WHERE key = ?", (SESSION_ROW + sid,)
+        ):
+            return None  # ended (logout) or never issued by this store
         return Session(sid, token_id, expires, self.csrf_for(sid))
+
+    def end(self, session: Session) -> None:
+        """Logout: the session's cookie, and every copy of it, opens nothing from now on."""
+        if self._store is not None:
+            with self._store.transaction() as conn:
+                conn.execute("DELETE FROM blobs WHERE key = ?", (SESSION_ROW + session.sid,))
 
     def check_csrf(self, session: Session, given: str | None) -> bool:
         return bool(given) and hmac.compare_digest(session.csrf, str(given))

@@ -1,8 +1,12 @@
 """The web review queue: plain HTML forms, no JavaScript, no build step.
 
 Log in with an API token: the page sets a signed session cookie (HttpOnly, SameSite=Strict,
-Secure over HTTPS) naming the token, never holding it. Every form carries a CSRF token (derived
-from the session; the login form uses a double-submit cookie). All text shown is escaped by
+Secure over HTTPS) naming the token, never holding it, and good until logout (the session's row
+in the store is deleted, so a saved copy of the cookie opens nothing) or until the token is
+revoked. Every form carries a CSRF token (derived from the session; the login form uses a
+double-submit cookie), and every POST from a page of another origin (``Origin``, else
+``Referer``, naming another host or port) is refused with 403 before anything else. Failed logins
+are throttled per client address, as failed API tokens are. All text shown is escaped by
 Jinja2 and cleaned of invisible and control characters first (retrieved text is untrusted).
 Search is a POST so query text never lands in URLs or access logs."""
 
@@ -12,17 +16,26 @@ import datetime as dt
 import secrets
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import jinja2
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from seenbefore.errors import AuthError, InputError, SeenbeforeError
+from seenbefore.errors import AuthError, ForbiddenError, InputError, SeenbeforeError
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.review.models import DismissReason, DraftEdits
 from seenbefore.service import actions, queue_rows
-from seenbefore.service.deps import Caller, Ready, authenticate, ready
+from seenbefore.service.deps import (
+    Caller,
+    Ready,
+    ServiceState,
+    authenticated,
+    client_key,
+    ready,
+    session_caller,
+)
 from seenbefore.service.errors import TITLES, status_for
 from seenbefore.service.routers.postmortems import postmortem_out
 from seenbefore.service.routers.search import search_out
@@ -103,10 +116,27 @@ def _login_redirect() -> RedirectResponse:
 
 def web_caller(request: Request, app: AppDep) -> Caller | None:
     """The logged-in user (session cookie only; a bearer header is not a browser login)."""
-    try:
-        return authenticate(request, None, app)
-    except AuthError:
-        return None
+    return session_caller(request, app)
+
+
+def same_origin(request: Request) -> None:
+    """ForbiddenError for a POST sent by a page of another origin. Browsers send ``Origin`` on
+    every form POST (``Referer`` where a privacy setting drops it); a request with neither
+    (curl, an old client) is left to the CSRF token. Compared by host and port: another port
+    of the same host is another origin, although it is the same *site* for SameSite cookies."""
+    sent = request.headers.get("origin") or request.headers.get("referer")
+    if sent is None:
+        return
+    own = (request.headers.get("host") or "").lower()
+    theirs = "" if sent == "null" else urlsplit(sent).netloc.lower()
+    scheme = urlsplit(sent).scheme.lower()
+    default = {"http": ":80", "https": ":443"}.get(scheme, "")
+    if theirs != own and theirs.removesuffix(default) != own.removesuffix(default):
+        raise ForbiddenError(
+            f"this form was posted from {sent[:200]!r}, not from the review queue's own pages "
+            f"({own}); the queue accepts only its own forms: open it at http(s)://{own}/ and "
+            "submit there"
+        )
 
 
 WebCaller = Annotated[Caller | None, Depends(web_caller)]
@@ -157,6 +187,10 @@ def login(
     token: Annotated[str, Form(max_length=500)],
     csrf_token: Annotated[str, Form(max_length=100)],
 ) -> Response:
+    try:
+        same_origin(request)
+    except SeenbeforeError as exc:
+        return error_page(request, None, exc)
     expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
     if not expected or not secrets.compare_digest(expected, csrf_token):
         return page(
@@ -165,8 +199,11 @@ def login(
             {"who": None, "login_csrf": expected, "error": "the form expired; reload and retry"},
             status_code=400,
         )
+    state: ServiceState = request.app.state.service
     try:
-        principal = app.tokens.authenticate(token.strip())
+        principal = authenticated(
+            state, client_key(request), lambda: app.tokens.authenticate(token.strip())
+        )
     except AuthError as exc:
         return page(
             request,
@@ -174,6 +211,8 @@ def login(
             {"who": None, "login_csrf": expected, "error": str(exc)},
             status_code=401,
         )
+    except SeenbeforeError as exc:  # throttled: too many failed logins from this address
+        return error_page(request, None, exc)
     cookie, session = app.sessions.issue(str(principal.token_id))
     app.audit.record(principal, "web.login", session="web:" + session.sid)
     response = RedirectResponse("/reviews", status_code=303)
@@ -192,10 +231,20 @@ def login(
 
 @router.post("/logout")
 def logout(
-    app: AppDep, who: WebCaller, csrf_token: Annotated[str, Form(max_length=100)] = ""
+    request: Request,
+    app: AppDep,
+    who: WebCaller,
+    csrf_token: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     if who is not None:
-        _check_csrf(app, who, csrf_token)
+        try:
+            same_origin(request)
+            _check_csrf(app, who, csrf_token)
+        except SeenbeforeError as exc:
+            return error_page(request, who, exc)
+        if who.web is not None:
+            app.sessions.end(who.web)
+            app.audit.record(who.principal, "web.logout", session=who.session)
     response = _login_redirect()
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
@@ -261,6 +310,7 @@ def approve(
     if who is None:
         return _login_redirect()
     try:
+        same_origin(request)
         _check_csrf(app, who, csrf_token)
         who.principal.require("reviewer", "approving a draft")
         current = app.workflow.get(review_id, tiers=who.principal.tiers)
@@ -293,6 +343,7 @@ def dismiss(
     if who is None:
         return _login_redirect()
     try:
+        same_origin(request)
         _check_csrf(app, who, csrf_token)
         who.principal.require("reviewer", "dismissing a draft")
         try:
@@ -327,6 +378,7 @@ def search(
     if who is None:
         return _login_redirect()
     try:
+        same_origin(request)
         _check_csrf(app, who, csrf_token)
         if not q.strip():
             raise InputError("the search text is empty; describe the symptoms")

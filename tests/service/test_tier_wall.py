@@ -8,6 +8,7 @@ about restricted documents, each reproduced as the stranger did it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -136,19 +137,24 @@ def _alert(status: str) -> dict[str, Any]:
     }
 
 
-def test_a_resolved_webhook_closes_only_reviews_its_token_may_see(
+def test_a_resolved_webhook_closes_only_reviews_its_token_may_see_or_delivered(
     make_service: MakeService, backend: dict[str, Any]
 ) -> None:
     service = make_service(service_tiers=("general", "restricted"), **backend)
     with KnowledgeBase(service.settings) as kb:
-        service.tokens["restricted_responder"], _ = TokenStore(kb.store).create(
+        store = TokenStore(kb.store)
+        service.tokens["restricted_responder"], _ = store.create(
             "vault-responder", "responder", ["general", "restricted"]
         )
+        service.tokens["other_responder"], _ = store.create("other", "responder", ["general"])
     started = service.as_("responder", "post", "/v1/alerts/alertmanager", json=_alert("firing"))
     rid = started.json()["started"][0]["investigation_id"]
     assert service.as_("responder", "get", f"/v1/investigations/{rid}").status_code == 404
 
-    refused = service.as_("responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved"))
+    # a general token that did not deliver the firing alert cannot close it
+    refused = service.as_(
+        "other_responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved")
+    )
     assert refused.json() == {"started": [], "closed": [], "ignored": 0}
     still = service.as_("restricted_responder", "get", f"/v1/investigations/{rid}").json()
     assert still["status"] == "pending"
@@ -156,10 +162,66 @@ def test_a_resolved_webhook_closes_only_reviews_its_token_may_see(
         acted = service.as_("reviewer", "post", f"/v1/reviews/{rid}/{action}", json=body)
         assert acted.status_code == 404, acted.text
 
-    done = service.as_(
-        "restricted_responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved")
-    )
+    # the token that delivered it knows it exists: its resolved alert closes it
+    done = service.as_("responder", "post", "/v1/alerts/alertmanager", json=_alert("resolved"))
     assert done.json()["closed"] == [rid]
+    closed = service.as_("restricted_responder", "get", f"/v1/investigations/{rid}").json()
+    assert closed["status"] == "closed"
+
+
+def _alert_about(summary: str, fingerprint: str) -> dict[str, Any]:
+    alert = _alert("firing")
+    alert["alerts"][0]["labels"] = {"alertname": "Guess", "service": "guess"}
+    alert["alerts"][0]["annotations"] = {"summary": summary}
+    alert["alerts"][0]["fingerprint"] = fingerprint
+    return alert
+
+
+def test_an_alert_is_no_tier_oracle(make_service: MakeService, backend: dict[str, Any]) -> None:
+    """A general responder posts alerts whose summary is a guessed word: one found only in a
+    restricted postmortem, one found nowhere. What it can read afterwards is the same."""
+    service = make_service(service_tiers=("general", "restricted"), **backend)
+    with KnowledgeBase(service.settings) as kb:
+        service.tokens["restricted_responder"], _ = TokenStore(kb.store).create(
+            "vault-responder", "responder", ["general", "restricted"]
+        )
+    for n in range(4):  # general postmortems about another failure: the control's precedents
+        text = postmortem_text(
+            f"DISK-{n}",
+            title=f"Log volume {n} full, writes failing",
+            body="## Symptoms\nThe log volume filled up and every write failed with ENOSPC.\n",
+        )
+        added = service.as_("admin", "post", "/v1/postmortems", json={"markdown": text})
+        assert added.status_code == 201, added.text
+    seen: dict[str, Any] = {}
+    for name, summary, fingerprint in (
+        ("restricted word", "payment vault decryption errors after key rotation", "aa01"),
+        ("general word", "log volume full, writes failing with ENOSPC", "aa02"),
+    ):
+        posted = service.as_(
+            "responder", "post", "/v1/alerts/alertmanager", json=_alert_about(summary, fingerprint)
+        )
+        assert posted.status_code == 200, posted.text
+        rid = posted.json()["started"][0]["investigation_id"]
+        as_general = service.as_("responder", "get", f"/v1/investigations/{rid}")
+        listed = service.as_("reviewer", "get", "/v1/reviews").json()
+        as_restricted = service.as_("restricted_responder", "get", f"/v1/investigations/{rid}")
+        seen[name] = {
+            "post": {
+                k: v
+                for k, v in posted.json()["started"][0].items()
+                if k not in ("source_key", "investigation_id")
+            },
+            "get": (as_general.status_code, as_general.json()["detail"].replace(rid, "<id>")),
+            "listed": rid in json.dumps(listed),
+            "restricted_get": as_restricted.status_code,
+        }
+    assert (
+        seen["restricted word"]["restricted_get"] == seen["general word"]["restricted_get"] == 200
+    )
+    for key in ("post", "get", "listed"):
+        assert seen["restricted word"][key] == seen["general word"][key], key
+    assert seen["general word"]["get"][0] == 404 and not seen["general word"]["listed"]
 
 
 def test_superseding_a_hidden_document_answers_like_an_absent_one(service: Service) -> None:

@@ -10,7 +10,10 @@ committed row and matches nothing, so any number of replicas decide a review exa
 LangGraph checkpoint holds the working data; these rows hold what people see.
 
 Tiers are filtered here, by the service (no row-level security on reviews): a review is visible
-when its postmortem tier and every tier of its evidence are among the caller's.
+when its postmortem tier and every tier in its ``tiers`` are among the caller's. ``tiers`` holds
+its evidence's tiers and, for an investigation run as another principal (an alert, run with the
+service tiers), that principal's tiers too: what such a search found, or did not find, is
+knowledge of all of them.
 """
 
 from __future__ import annotations
@@ -162,20 +165,24 @@ class ReviewRecords:
         source: dict[str, Any] | None,
         access_tier: str,
         detail: dict[str, Any],
+        tiers: Sequence[str] = (),
     ) -> bool:
-        """A new pending review (no draft yet); False when ``source_key`` already has one."""
+        """A new pending review (no draft yet); False when ``source_key`` already has one.
+        ``tiers``: what a reader must hold from the start (the running principal's, when it is
+        not the requester)."""
         stamp = now()
         with self.store.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO reviews (id, status, round, severity, severity_rank, access_tier,"
-                " source_key, source, requested_by, request, created_at, updated_at)"
-                " VALUES (?, 'pending', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " tiers, source_key, source, requested_by, request, created_at, updated_at)"
+                " VALUES (?, 'pending', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (source_key) DO NOTHING",
                 (
                     review_id,
                     severity,
                     severity_rank(severity),
                     access_tier,
+                    json.dumps(sorted(set(tiers))),
                     source_key,
                     json.dumps(source) if source is not None else None,
                     requested_by,

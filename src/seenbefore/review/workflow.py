@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 import logging
 import secrets
 from collections.abc import Sequence
@@ -93,9 +94,13 @@ class ReviewWorkflow:
         source_key: str | None = None,
         source: dict[str, Any] | None = None,
         k: int = 3,
+        on_behalf: bool = False,
     ) -> Review:
         """Investigate and draft; the review then waits for a decision. Idempotent on
-        ``source_key`` (an Alertmanager alert's ``fingerprint:startsAt``)."""
+        ``source_key`` (an Alertmanager alert's ``fingerprint:startsAt``). ``on_behalf``: the
+        principal runs it for someone else (an alert's delivering token): only holders of all
+        the principal's tiers may read it, whatever its evidence, since what it found or did
+        not find is knowledge of every tier it searched."""
         if not 1 <= k <= MAX_K:
             raise InputError(f"k is {k}; gather between 1 and {MAX_K} precedents")
         if source_key is not None:
@@ -113,6 +118,7 @@ class ReviewWorkflow:
             source=source,
             access_tier=most_restrictive([], self.settings.tiers),
             detail={"tiers": tiers, "k": k},
+            tiers=tiers if on_behalf else (),
         )
         if not inserted and source_key is not None:
             row = self.records.by_source(source_key)
@@ -275,10 +281,13 @@ class ReviewWorkflow:
         outcome: str = "alert_resolved",
         *,
         tiers: Sequence[str] | None = None,
+        delivered_by: str | None = None,
     ) -> builtins.list[Review]:
         """Close the pending review of ``source_key`` (a resolved alert); [] when none. With
         ``tiers`` (the delivering token's), a review outside them is left alone and the answer
-        is [] as for no review at all: closing is acting on it, and it is not theirs to see."""
+        is [] as for no review at all: closing is acting on it, and it is not theirs to see —
+        unless the same token (``delivered_by``, its id) delivered the firing alert: it knows
+        that review exists, and closing it tells it nothing of what the review holds."""
         if outcome not in CLOSE_OUTCOMES:
             raise InputError(f"outcome is {outcome!r}, expected one of {', '.join(CLOSE_OUTCOMES)}")
         payload = {"action": "close", "outcome": outcome}
@@ -289,6 +298,15 @@ class ReviewWorkflow:
                 f" AND r.status = 'pending' AND {where}",
                 (source_key, *params),
             ).fetchone()
+            if row is None and delivered_by is not None:
+                mine = conn.execute(
+                    "SELECT r.id, r.round, r.awaiting, r.source FROM reviews r"
+                    " WHERE r.source_key = ? AND r.status = 'pending'",
+                    (source_key,),
+                ).fetchone()
+                source = json.loads(mine["source"] or "{}") if mine is not None else {}
+                if source.get("delivered_by") == delivered_by:
+                    row = mine
             if row is None:
                 return []
             closed = conn.execute(

@@ -84,11 +84,16 @@ class AuditLog:
         detail: Mapping[str, Any] | None = None,
     ) -> AuditRecord:
         """Append one record. ``tiers`` are the access tiers of the documents in ``doc_ids``; a
-        Principal's role, own tiers and token id go into ``detail['principal']``."""
+        Principal's role, own tiers and token id go into ``detail['principal']``. The record's
+        ``tiers`` are every tier it names — those, the actor's own and a token's tiers in
+        ``detail['token_tiers']`` — so a reader who does not hold one of them never sees the
+        record, nor learns from it which tier names exist."""
         check_action(action)
         extra: dict[str, Any] = dict(detail or {})
+        named = {*tiers, *(str(t) for t in extra.get("token_tiers") or ())}
         if isinstance(actor, Principal):
             name = actor.name
+            named |= set(actor.tiers)
             extra.setdefault(
                 "principal",
                 {"role": actor.role, "tiers": list(actor.tiers), "token_id": actor.token_id},
@@ -101,7 +106,7 @@ class AuditLog:
             "session": short(session, "session"),
             "action": action,
             "doc_ids": [short(d, "doc_ids item", required=True) for d in doc_ids],
-            "tiers": sorted({short(t, "tiers item", required=True) for t in tiers}),
+            "tiers": sorted({short(t, "tiers item", required=True) for t in named}),
             "draft_id": short(draft_id, "draft_id"),
             "decision": short(decision, "decision"),
             "detail": extra,

@@ -80,6 +80,7 @@ def start_investigation(
                 severity=severity,
                 source_key=source_key,
                 source=source,
+                on_behalf=principal is not None,
             )
     except Exception:
         app.metrics.investigation_failed(channel)

@@ -2,8 +2,11 @@
 
 Each firing alert starts an investigation as the service principal (role responder, tiers
 ``SEENBEFORE_SERVICE_TIERS``), keyed by ``fingerprint:startsAt`` so a re-delivered webhook
-starts nothing new; each resolved alert closes the investigations of that key that the
-delivering token's tiers may see (any other is left pending, and the answer is as for none).
+starts nothing new. Such an investigation is readable only by holders of every service tier,
+whatever its evidence: otherwise a token with fewer tiers could post a guessed word and learn,
+from whether it may then read the investigation, whether a restricted postmortem holds the word.
+Each resolved alert closes the investigation of that key when the delivering token may see it
+or delivered its firing alert itself (any other is left pending, and the answer is as for none).
 
 Every alert's summary, description, labels and ids are capped first, the cut marked in the text
 and listed in the review's ``source.truncated`` (security/alert_caps.py). A batch is atomic: it
@@ -95,6 +98,7 @@ def alertmanager(body: AlertmanagerWebhook, app: App, who: Responder) -> AlertsO
                 "receiver": receiver,
                 "groupKey": group_key,
                 "generatorURL": alert.generatorURL,
+                "delivered_by": who.principal.token_id,
             }
             if cut.truncated:
                 source["truncated"] = list(cut.truncated)
@@ -118,7 +122,9 @@ def alertmanager(body: AlertmanagerWebhook, app: App, who: Responder) -> AlertsO
             )
         elif alert.status == "resolved":
             with app.write_lock:  # only a review the delivering token may see is closed
-                done = app.workflow.close_by_source(key, tiers=who.principal.tiers)
+                done = app.workflow.close_by_source(
+                    key, tiers=who.principal.tiers, delivered_by=who.principal.token_id
+                )
             closed += [r.id for r in done]
             for review in done:
                 app.audit.record(

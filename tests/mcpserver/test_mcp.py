@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -27,6 +28,11 @@ from seenbefore.service.app import close_state, create_app, new_state, open_stat
 from tests.service.conftest import prepare_home, service_settings
 from tests.service.live import live_server
 
+INIT_PARAMS = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "1"},
+}
 TOOLS = {"find_similar_incidents", "investigate", "get_postmortem", "submit_for_review"}
 POOL_QUERY = "checkout p99 latency up 8x, database connections at the pool limit"
 VAULT_QUERY = "payment vault decryption errors after key rotation"
@@ -179,22 +185,36 @@ def test_streamable_http_under_serve(home: tuple[Any, dict[str, str]]) -> None:
     app = create_app(settings)
     with live_server(app) as url:
 
-        async def go(token: str | None, *, full: bool = True) -> Any:
-            headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async def go(token: str) -> Any:
+            headers = {"Authorization": f"Bearer {token}"}
             async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
                 transport = streamable_http_client(f"{url}/mcp", http_client=http)
                 async with Client(transport) as client:
-                    if not full:
-                        return await client.call_tool(
-                            "find_similar_incidents", {"query": POOL_QUERY}
-                        )
                     return await exercise(client)
 
         check_general_view(asyncio.run(go(tokens["responder"])))
-        anonymous = asyncio.run(go(None, full=False))
-        assert anonymous.is_error and "Bearer" in anonymous.content[0].text
-        wrong = asyncio.run(go("sb_not-a-token", full=False))
-        assert wrong.is_error and "unknown token" in wrong.content[0].text
+        # without a good token every request, initialize and tools/list included, is the
+        # API's 401 (with WWW-Authenticate), before the MCP server reads it
+        accept = {"Accept": "application/json, text/event-stream"}
+        for headers in ({}, {"Authorization": "Bearer sb_not-a-token"}):
+            for message in (
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT_PARAMS},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "resources/read",
+                    "params": {"uri": "postmortem://POOL-1"},
+                },
+            ):
+                refused = httpx.post(
+                    f"{url}/mcp", json=message, headers={**accept, **headers}, timeout=30
+                )
+                assert refused.status_code == 401, refused.text
+                assert refused.headers["www-authenticate"].startswith("Bearer")
+                assert refused.headers["content-type"] == "application/problem+json"
+                hint = "Bearer" if not headers else "unknown token"
+                assert hint in refused.json()["detail"]
 
 
 def test_knowledge_base_is_unchanged_by_reads(home: tuple[Any, dict[str, str]]) -> None:
@@ -216,3 +236,69 @@ def test_knowledge_base_is_unchanged_by_reads(home: tuple[Any, dict[str, str]]) 
         close_state(state)
     with KnowledgeBase(settings) as kb:
         assert kb.store.get("POOL-1", ("general",)).postmortem.content_hash == before
+
+
+def test_arguments_are_checked_and_errors_say_field_and_rule(
+    home: tuple[Any, dict[str, str]],
+) -> None:
+    """Unknown arguments are refused (never dropped), k is 1-50 on every tool that takes it,
+    severity is SEV1-SEV4, dates are dates, and errors read ``field: message`` without
+    pydantic's internals."""
+    settings, _ = home
+    state = new_state(settings)
+    open_state(state)
+    try:
+        server = build_server(fixed_caller(state, Principal("a", "responder", ("general",))))
+        bad = [
+            (
+                "find_similar_incidents",
+                {"query": POOL_QUERY, "mode": "sparse"},
+                "mode: not an argument",
+            ),
+            ("find_similar_incidents", {"query": POOL_QUERY, "k": 0}, "k: Input should be greater"),
+            ("find_similar_incidents", {"query": POOL_QUERY, "k": 51}, "k: Input should be less"),
+            ("find_similar_incidents", {"query": POOL_QUERY, "since": "2024-13-01"}, "since: "),
+            (
+                "find_similar_incidents",
+                {"query": POOL_QUERY, "since": "2024-02-01", "until": "2024-01-01"},
+                "since",
+            ),
+            (
+                "find_similar_incidents",
+                {"query": "x" * 10_001},
+                "query: String should have at most",
+            ),
+            ("investigate", {"text": POOL_QUERY, "k": 10_000}, "k: Input should be less"),
+            ("investigate", {"text": POOL_QUERY, "depth": 3}, "depth: not an argument"),
+            ("get_postmortem", {"doc_id": "POOL-1", "raw": True}, "raw: not an argument"),
+            (
+                "submit_for_review",
+                {"text": POOL_QUERY, "severity": "P1"},
+                "severity: Input should be",
+            ),
+            ("find_similar_incidents", {"query": 7}, "query: Input should be a valid string"),
+        ]
+
+        async def go() -> list[tuple[str, Any]]:
+            async with Client(server) as client:
+                listed = {t.name: t for t in (await client.list_tools()).tools}
+                results = [
+                    (expect, await client.call_tool(name, args)) for name, args, expect in bad
+                ]
+                return [("listed", listed), *results]
+
+        outcomes = asyncio.run(go())
+        listed = outcomes[0][1]
+        for name in ("find_similar_incidents", "investigate"):
+            k = listed[name].input_schema["properties"]["k"]
+            assert (k["minimum"], k["maximum"]) == (1, 50)
+            assert listed[name].input_schema["additionalProperties"] is False
+        assert listed["submit_for_review"].annotations.read_only_hint is False
+        assert listed["find_similar_incidents"].annotations.read_only_hint is True
+        for expect, result in outcomes[1:]:
+            text = result.content[0].text
+            assert result.is_error, (expect, text)
+            assert expect in text, (expect, text)
+            assert "errors.pydantic.dev" not in text and "type=" not in text
+    finally:
+        close_state(state)

@@ -8,12 +8,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from seenbefore.extras import absent
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel import Server
 
 TOKEN_ENV = "SEENBEFORE_MCP_TOKEN"
 MCP_PURPOSE = "`seenbefore mcp` (the MCP server)"
@@ -30,7 +30,7 @@ def run_mcp(tiers: list[str]) -> None:
     stdio.serve(lambda: build_stdio_server(tiers))
 
 
-def build_stdio_server(tiers: list[str]) -> tuple[MCPServer, Callable[[], None]]:
+def build_stdio_server(tiers: list[str]) -> tuple[Server[Any], Callable[[], None]]:
     """The SDK server for the stdio door, and what closes it; the knowledge base it serves
     opens on the first tool call."""
     from seenbefore.cli.common import caller_tiers, err_console, settings

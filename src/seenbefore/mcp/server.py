@@ -1,6 +1,7 @@
 """The Model Context Protocol server: the incident memory as tools and resources for AI agents.
 
-Two doors onto one server (the official ``mcp`` SDK's ``MCPServer``):
+Two doors onto one server (the official ``mcp`` SDK's low-level ``Server``, serving the contract
+in ``mcp/catalog.py``: arguments validated by its models, unknown ones refused):
 - stdio (``seenbefore mcp``, ``mcp/stdio.py``): one caller for the life of the process — the token
   in ``SEENBEFORE_MCP_TOKEN`` (authenticated like an HTTP bearer token, on every call: same roles,
   same tiers, and a revoked token stops working at once), or, without one, the local user as a
@@ -9,29 +10,41 @@ Two doors onto one server (the official ``mcp`` SDK's ``MCPServer``):
 - streamable HTTP at ``/mcp`` under ``seenbefore serve``: every call carries
   ``Authorization: Bearer sb_...`` and is authenticated, rate limited and audited per call.
 
-Errors reach the agent as tool errors that say what was wrong (``is_error``), never a traceback;
-a postmortem outside the caller's tiers reads exactly like an absent one.
+Errors reach the agent as tool errors that say what was wrong (``is_error``, ``field: message``
+for bad arguments), never a traceback; a postmortem outside the caller's tiers reads exactly
+like an absent one.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 import seenbefore
 from seenbefore.errors import AuthError, NotFoundError, RateLimitedError, SeenbeforeError
 from seenbefore.mcp import tools
+from seenbefore.mcp.catalog import TOOLS, GetPostmortem, problem
 from seenbefore.security.tokens import Principal
 from seenbefore.service.deps import Caller, Ready, ServiceState, ready
 
+log = logging.getLogger(__name__)
+
+Context = ServerRequestContext[Any, Any]
 Resolve = Callable[[Context], tuple[Ready, Caller]]
+TEMPLATE = "postmortem://{doc_id}"
+# What a tool result's schema says today: an object (the per-tool output models are to come).
+OUTPUT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 
 INSTRUCTIONS = (
     "seenbefore is an incident memory: past postmortems, searched by symptoms. Call "
@@ -42,28 +55,9 @@ INSTRUCTIONS = (
 )
 
 
-def _problem(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
-        return f"{where}: {first.get('msg')}"
-    return str(exc)
-
-
-async def _call(
-    resolve: Resolve, ctx: Context, fn: Callable[..., Any], *args: Any, **kw: Any
-) -> Any:
-    """Run a tool body off the event loop, with the caller resolved there too (resolving may load
-    the knowledge base), and errors made tool errors."""
-
-    def run() -> Any:
-        app, who = resolve(ctx)
-        return fn(app, who, *args, **kw)
-
-    try:
-        return await anyio.to_thread.run_sync(run)
-    except (SeenbeforeError, ValidationError) as exc:
-        raise ToolError(_problem(exc)) from None
+def _headers(ctx: Context) -> dict[str, str]:
+    found = getattr(ctx.request, "headers", None)
+    return dict(found) if found is not None else {}
 
 
 def fixed_caller(state: ServiceState, principal: Principal) -> Resolve:
@@ -104,7 +98,7 @@ def bearer_caller(state: ServiceState) -> Resolve:
 
     def resolve(ctx: Context) -> tuple[Ready, Caller]:
         app = ready(state)
-        headers = ctx.headers or {}
+        headers = _headers(ctx)
         value = headers.get("authorization") or headers.get("Authorization") or ""
         scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -123,79 +117,109 @@ def bearer_caller(state: ServiceState) -> Resolve:
     return resolve
 
 
-def build_server(resolve: Resolve) -> MCPServer:
-    server: MCPServer = MCPServer(
-        name="seenbefore",
-        title="seenbefore incident memory",
-        instructions=INSTRUCTIONS,
-        version=seenbefore.__version__,
-    )
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
-    @server.tool()
-    async def find_similar_incidents(
-        query: str,
-        ctx: Context,
-        k: int = 5,
-        services: list[str] | None = None,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> dict[str, Any]:
-        """Past postmortems that resemble an incident, best first, each with how it matched
-        (keywords, meaning, recorded signals), a calibrated confidence in [0, 1] and an explicit
-        verdict: 'precedent found' or 'no precedent'. query: alert text or symptoms."""
-        return await _call(  # type: ignore[no-any-return]
-            resolve,
-            ctx,
-            tools.find_similar_incidents,
-            query,
-            k=k,
-            services=services,
-            since=since,
-            until=until,
+
+def build_server(resolve: Resolve) -> Server[Any]:
+    """The MCP server over ``resolve`` (who calls, and the service state to run against)."""
+
+    async def list_tools(
+        _: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=spec.name,
+                    title=spec.title,
+                    description=spec.description,
+                    input_schema=spec.input_schema(),
+                    output_schema=OUTPUT_SCHEMA,
+                    annotations=types.ToolAnnotations(**spec.annotations()),
+                )
+                for spec in TOOLS.values()
+            ]
         )
 
-    @server.tool()
-    async def investigate(
-        text: str, ctx: Context, services: list[str] | None = None, k: int = 3
-    ) -> dict[str, Any]:
-        """A cited, advisory root-cause hypothesis drafted from the closest precedents (or a
-        plain 'no precedent'), with mitigations used before and checks to run. Not queued."""
-        return await _call(resolve, ctx, tools.investigate, text, services=services, k=k)  # type: ignore[no-any-return]
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = TOOLS.get(params.name)
+        if spec is None:
+            return _error(f"no tool {params.name!r}; the tools are {', '.join(TOOLS)}")
+        try:
+            args = spec.arguments.model_validate(params.arguments or {})
+        except ValidationError as exc:
+            return _error(problem(spec, exc))
 
-    @server.tool()
-    async def get_postmortem(doc_id: str, ctx: Context) -> dict[str, Any]:
-        """One postmortem by id (e.g. INC-2021-001): metadata, sections and body."""
-        return await _call(resolve, ctx, tools.get_postmortem, doc_id)  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def submit_for_review(
-        text: str,
-        ctx: Context,
-        services: list[str] | None = None,
-        severity: str | None = None,
-    ) -> dict[str, Any]:
-        """Start an investigation whose draft waits in the review queue for a person to approve
-        (it then becomes a postmortem) or dismiss. Needs role responder; never approves."""
-        return await _call(  # type: ignore[no-any-return]
-            resolve, ctx, tools.submit_for_review, text, services=services, severity=severity
-        )
-
-    @server.resource(
-        "postmortem://{doc_id}",
-        name="postmortem",
-        description="A postmortem as JSON (only those within the caller's access tiers)",
-        mime_type="application/json",
-    )
-    async def postmortem_resource(doc_id: str, ctx: Context) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            app, who = resolve(ctx)
-            return tools.get_postmortem(app, who, doc_id)
+            app, who = resolve(ctx)  # off the event loop: resolving may load the knowledge base
+            return tools.RUN[spec.name](app, who, args)
 
         try:
-            return await anyio.to_thread.run_sync(run)
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from None
+            out = await anyio.to_thread.run_sync(run)
         except SeenbeforeError as exc:
-            raise ToolError(str(exc)) from None
+            return _error(str(exc))
+        text = json.dumps(out, indent=2, ensure_ascii=False)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=out
+        )
 
-    return server
+    async def list_resources(
+        _: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    async def list_templates(
+        _: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=TEMPLATE,
+                    name="postmortem",
+                    description="A postmortem as JSON (only those within the caller's access tiers)",
+                    mime_type="application/json",
+                )
+            ]
+        )
+
+    async def read_resource(
+        ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        doc_id = uri.removeprefix("postmortem://")
+        if doc_id == uri or not doc_id:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"no resource {uri!r}; postmortems are postmortem://<id>",
+                data={"uri": uri},
+            )
+
+        def run() -> dict[str, Any]:
+            app, who = resolve(ctx)
+            return tools.get_postmortem(app, who, GetPostmortem(doc_id=doc_id))
+
+        try:
+            doc = await anyio.to_thread.run_sync(run)
+        except (NotFoundError, ValidationError) as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        except SeenbeforeError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc), data={"uri": uri}) from None
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=uri, mime_type="application/json", text=json.dumps(doc, ensure_ascii=False)
+                )
+            ]
+        )
+
+    return Server(
+        "seenbefore",
+        version=seenbefore.__version__,
+        title="seenbefore incident memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )

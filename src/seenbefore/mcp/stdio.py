@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel import Server
 
 HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
 # mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS (the front does not import the SDK; the test
@@ -44,7 +44,7 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
 _EOF = b""
 
-Build = Callable[[], tuple["MCPServer", Callable[[], None]]]
+Build = Callable[[], tuple["Server[Any]", Callable[[], None]]]
 Note = Callable[[str], None]
 
 
@@ -242,19 +242,17 @@ class _Outbound:
         return None
 
 
-def hand_over(server: MCPServer, wire: Wire, handoff: Handoff) -> None:
+def hand_over(server: Server[Any], wire: Wire, handoff: Handoff) -> None:
     """Serve the rest of the connection with the SDK server, from the replayed messages on."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    # MCPServer.run_stdio_async does exactly this over the process's own stdio; here the
-    # streams are the front's, so the messages it consumed are seen first
-    lowlevel = server._lowlevel_server
-
     async def run() -> None:
         inbound, outbound = _Inbound(wire, handoff.replay), _Outbound(wire, handoff)
+        # the SDK's own stdio transport, over the front's streams instead of the process's, so
+        # the messages the front consumed are seen first
         async with stdio_server(stdin=inbound, stdout=outbound) as (read, write):  # type: ignore[arg-type]
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            await server.run(read, write, server.create_initialization_options())
 
     anyio.run(run)
 
@@ -318,7 +316,7 @@ def converse(run: Run, messages: list[dict[str, Any]], *, timeout: float = 60.0)
     return answers
 
 
-def record_handshake(server: MCPServer) -> dict[str, Any]:
+def record_handshake(server: Server[Any]) -> dict[str, Any]:
     """What the SDK server answers to ``initialize`` and ``tools/list``: the front's script."""
     init, listed = converse(
         lambda wire: hand_over(server, wire, Handoff()), [INITIALIZE, INITIALIZED, LIST_TOOLS]

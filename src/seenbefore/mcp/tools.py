@@ -14,12 +14,12 @@ Tools run the HTTP routers' own functions (``service.routers``), so a rule added
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
-from seenbefore.errors import InputError
 from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import from_text
+from seenbefore.mcp.catalog import FindSimilarIncidents, GetPostmortem, Investigate, SubmitForReview
 from seenbefore.service.deps import Caller, Ready
 from seenbefore.service.models import InvestigationIn, SearchIn
 from seenbefore.service.routers import investigations, postmortems
@@ -31,32 +31,10 @@ ADVISORY = (
 )
 
 
-def _date(value: str | None, name: str) -> dt.date | None:
-    if not value:
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"{name} is {value!r}, expected a date YYYY-MM-DD") from None
-
-
-def find_similar_incidents(
-    app: Ready,
-    who: Caller,
-    query: str,
-    *,
-    k: int = 5,
-    services: list[str] | None = None,
-    since: str | None = None,
-    until: str | None = None,
-) -> dict[str, Any]:
+def find_similar_incidents(app: Ready, who: Caller, args: FindSimilarIncidents) -> dict[str, Any]:
     who.principal.require("viewer", "reading")
     body = SearchIn(
-        query=query,
-        k=k,
-        services=services or [],
-        since=_date(since, "since"),
-        until=_date(until, "until"),
+        query=args.query, k=args.k, services=args.services, since=args.since, until=args.until
     )
     out = search_route.search(body, app, who).model_dump(mode="json")
     out["verdict"] = "no precedent" if out.get("novel") else "precedent found"
@@ -64,15 +42,12 @@ def find_similar_incidents(
     return out
 
 
-def investigate(
-    app: Ready, who: Caller, text: str, *, services: list[str] | None = None, k: int = 3
-) -> dict[str, Any]:
+def investigate(app: Ready, who: Caller, args: Investigate) -> dict[str, Any]:
     who.principal.require("viewer", "reading")
-    body = InvestigationIn(text=text, services=services or [])  # the API's length rules
-    request = from_text(body.text)
-    if body.services:
-        request = dataclasses.replace(request, services=tuple(body.services))
-    investigator = Investigator(app.kb, tiers=who.principal.tiers, k=k)
+    request = from_text(args.text)
+    if args.services:
+        request = dataclasses.replace(request, services=tuple(args.services))
+    investigator = Investigator(app.kb, tiers=who.principal.tiers, k=args.k)
     evidence = investigator.investigate(request)
     # the service's one reporter (LLM or offline), closed with the workflow at shutdown
     draft = app.workflow.engine.reporter().draft(evidence)
@@ -89,23 +64,14 @@ def investigate(
     return out
 
 
-def get_postmortem(app: Ready, who: Caller, doc_id: str) -> dict[str, Any]:
+def get_postmortem(app: Ready, who: Caller, args: GetPostmortem) -> dict[str, Any]:
     who.principal.require("viewer", "reading")
-    return postmortems.get(doc_id, app, who).model_dump(mode="json")
+    return postmortems.get(args.doc_id, app, who).model_dump(mode="json")
 
 
-def submit_for_review(
-    app: Ready,
-    who: Caller,
-    text: str,
-    *,
-    services: list[str] | None = None,
-    severity: str | None = None,
-) -> dict[str, Any]:
+def submit_for_review(app: Ready, who: Caller, args: SubmitForReview) -> dict[str, Any]:
     who.principal.require("responder", "starting investigations")
-    body = InvestigationIn.model_validate(
-        {"text": text, "services": services or [], "severity": severity}
-    )
+    body = InvestigationIn(text=args.text, services=args.services, severity=args.severity)
     review = investigations.start(body, app, who)
     return {
         "review_id": review.id,
@@ -113,3 +79,11 @@ def submit_for_review(
         "draft": review.draft,
         "note": "queued for a person to approve or dismiss; agents cannot approve",
     }
+
+
+RUN: dict[str, Callable[[Ready, Caller, Any], dict[str, Any]]] = {
+    "find_similar_incidents": find_similar_incidents,
+    "investigate": investigate,
+    "get_postmortem": get_postmortem,
+    "submit_for_review": submit_for_review,
+}

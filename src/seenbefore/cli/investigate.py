@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.panel import Panel
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
@@ -111,6 +112,8 @@ def _evidence_line(trace: dict[str, Any]) -> str:
 def render_draft(draft: Draft) -> None:
     style = "red" if draft.novel else ("green" if draft.confidence >= 0.5 else "yellow")
     body = [f"[bold]{draft.summary}[/]", "", draft.hypothesis]
+    if draft.withheld:  # flagged as possible prompt injection: not quoted, said so
+        body += [""] + [f"[yellow]⚠ {escape(w.note)}[/]" for w in draft.withheld]
     if draft.mitigations:
         body += ["", "[bold]mitigations used before[/]"] + [f"- {m}" for m in draft.mitigations]
     if draft.suggested_checks:

@@ -13,10 +13,10 @@ from seenbefore.core.fusion import ranked, rrf
 from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.investigation.rewriter import QueryRewriter
+from seenbefore.investigation.withhold import findings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.signals import normalise_signal
-from seenbefore.textguard import scan
 from seenbefore.types import Candidate, SearchFilters
 
 __all__ = [
@@ -95,7 +95,7 @@ class Investigator:
                     signals_not_in_precedent=tuple(sorted(observed - theirs)),
                     signals_only_in_precedent=tuple(sorted(theirs - observed)),
                     injection_flags=tuple(
-                        sorted({f.kind for t in sections.values() for f in scan(t)})
+                        sorted({f.kind for t in sections.values() for f in findings(t)})
                     ),
                 )
             )

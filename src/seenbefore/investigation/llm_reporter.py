@@ -1,9 +1,12 @@
 """The LLM reporter: drafts the hypothesis with a language model, inside guard rails.
 
-The prompt quotes each retrieved section whole, fenced as untrusted data. The answer must be a
-:class:`Draft` as JSON; one repair request is allowed, then the offline reporter takes over (and
-says so). After validation the evidence wins: invented citations are dropped, confidence is capped
-at the Investigator's calibrated confidence, and evidence that says "novel" keeps the draft novel.
+The prompt quotes each retrieved section whole, fenced as untrusted data; a section the
+injection scanner flags is not sent at all (the prompt says it was withheld, and why). The answer
+must be a :class:`Draft` as JSON; one repair request is allowed, then the offline reporter takes
+over (and says so). After validation the evidence wins: invented citations are dropped,
+confidence is capped at the Investigator's calibrated confidence, evidence that says "novel"
+keeps the draft novel, and a sentence the model wrote that reads as an injection or repeats a
+flagged span is withheld (``Draft.withheld`` lists it beside the withheld sections).
 """
 
 from __future__ import annotations
@@ -21,10 +24,19 @@ from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence
 from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, unfence
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter, trace
 from seenbefore.investigation.templates import render
+from seenbefore.investigation.withhold import Flagged, describe, flagged_sections, sweep
 
 __all__ = ["SYSTEM_FIELDS", "LLMReporter", "draft_schema", "judge", "render"]
 
-SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace")
+SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace", "withheld")
+MODEL_TEXT_FIELDS = (
+    "summary",
+    "hypothesis",
+    "suggested_checks",
+    "mitigations",
+    "missing_information",
+    "staleness_note",
+)
 
 
 @cache
@@ -33,11 +45,23 @@ def draft_schema() -> str:
     schema = Draft.model_json_schema()
     for key in SYSTEM_FIELDS:
         schema["properties"].pop(key, None)
+    defs = schema.get("$defs", {})
+    defs.pop("Withheld", None)  # only the system-filled field used it
+    if not defs:
+        schema.pop("$defs", None)
     return json.dumps(schema)
 
 
 def _parse(text: str) -> Draft:
-    return Draft.model_validate_json(unfence(text))
+    """The model's answer as a Draft; fields the system fills are ignored if it sends them."""
+    raw = unfence(text)
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return Draft.model_validate_json(raw)  # raises the ValidationError the repair quotes
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in SYSTEM_FIELDS}
+    return Draft.model_validate(data)
 
 
 def _describe(exc: ValidationError) -> str:
@@ -109,12 +133,17 @@ class LLMReporter:
                 "which is not in allowed_hosts"
             )
             return self._offline(evidence, today, usage, reason, skipped=True)
+        flagged = flagged_sections(evidence)
+        hidden: dict[str, dict[str, str]] = {}
+        for f in flagged:
+            hidden.setdefault(f.doc_id, {})[f.section] = describe(f.kinds)
         messages = render(
             "reporter.j2",
             query=evidence.request.query,
             items=evidence.items,
             evidence=evidence,
             section_keys=EVIDENCE_SECTIONS,
+            hidden=hidden,
             schema=draft_schema(),
         )
         repaired = False
@@ -138,7 +167,7 @@ class LLMReporter:
             return self._offline(evidence, today, usage, f"the model timed out: {exc}")
         except LLMError as exc:
             return self._offline(evidence, today, usage, f"the model call failed: {exc}")
-        return self._guard(parsed, evidence, usage, repaired)
+        return self._guard(parsed, evidence, usage, repaired, flagged)
 
     def _offline(
         self,
@@ -159,7 +188,14 @@ class LLMReporter:
             }
         )
 
-    def _guard(self, draft: Draft, evidence: Evidence, usage: _Usage, repaired: bool) -> Draft:
+    def _guard(
+        self,
+        draft: Draft,
+        evidence: Evidence,
+        usage: _Usage,
+        repaired: bool,
+        flagged: list[Flagged],
+    ) -> Draft:
         known = {i.doc_id for i in evidence.items}
         cited = list(dict.fromkeys(draft.cited_incidents))
         invented = [c for c in cited if c not in known]
@@ -186,16 +222,25 @@ class LLMReporter:
             confidence = evidence.confidence
         if evidence.novel and not draft.novel:
             extra["novel_overridden"] = True
+        fields: dict[str, Any] = {**text, **lists, "missing_information": missing}
+        fields["staleness_note"] = draft.staleness_note
+        withheld = [f.entry for f in flagged]
+        for key in MODEL_TEXT_FIELDS:
+            swept = sweep(key, fields[key], flagged)
+            if swept.entry is not None:
+                fields[key] = swept.value
+                withheld.append(swept.entry)
+        if len(withheld) > len(flagged):
+            extra["withheld_from_model_output"] = [w.section for w in withheld[len(flagged) :]]
         drafted_by = f"language model {usage.model} (OpenAI-compatible endpoint"
         drafted_by += f" at {self.host})" if self.host else ")"
         drafted_by += "; answer repaired once" if repaired else ""
         drafted_by += "; checked against the retrieved evidence"
         return draft.model_copy(
             update={
-                **text,
-                **lists,
+                **fields,
                 "cited_incidents": kept,
-                "missing_information": missing,
+                "withheld": withheld,
                 "confidence": confidence,
                 "confidence_label": label(confidence),
                 "novel": draft.novel or evidence.novel,

@@ -1,5 +1,6 @@
 """The Reporter: turns evidence into a draft with a fixed contract. This module holds the contract
-and the offline reporter (deterministic, extractive, no language model)."""
+and the offline reporter (deterministic, extractive, no language model). Retrieved text that the
+injection scanner flags is never quoted: ``Draft.withheld`` names it (see ``withhold``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from seenbefore.core.confidence import label
 from seenbefore.investigation.evidence import Evidence, EvidenceItem
+from seenbefore.investigation.withhold import Flagged, Withheld, describe, flagged_sections
 
 OFFLINE_LABEL = "drafted without a language model (extractive, offline reporter)"
 STALE_AFTER_DAYS = 2 * 365
@@ -29,6 +31,11 @@ class Draft(BaseModel):
     novel: bool
     missing_information: list[str] = Field(default_factory=list)
     staleness_note: str | None = None
+    withheld: list[Withheld] = Field(
+        default_factory=list,
+        description="retrieved (or model-written) text kept out of this draft because the "
+        "prompt-injection scanner flagged it; each entry says which incident, section and why",
+    )
     drafted_by: str = OFFLINE_LABEL
     advisory: str = "Advisory only: a person decides; nothing here acts on infrastructure."
     retrieval_trace: dict[str, Any] = Field(default_factory=dict)
@@ -76,30 +83,43 @@ class OfflineReporter:
     name = "offline"
 
     def draft(self, evidence: Evidence, *, today: dt.date | None = None) -> Draft:
+        """Flagged sections (:mod:`~seenbefore.investigation.withhold`) are never quoted: the
+        draft says what was withheld and why, and uses the incident's other sections."""
+        flagged = flagged_sections(evidence)
         if evidence.novel or not evidence.items:
-            return self._novel(evidence)
+            return self._novel(evidence, flagged)
         top = evidence.items[0]
-        cause = (
-            " ".join(_sentences(top.sections.get("root_cause", ""), 2))
-            or "(the precedent records no root cause section)"
-        )
+        hidden = {f.section: f for f in flagged if f.doc_id == top.doc_id}
+
+        def section(key: str) -> str:
+            return "" if key in hidden else top.sections.get(key, "")
+
+        if "root_cause" in hidden:
+            cause = (
+                f"In that incident the root cause was withheld: it contains "
+                f"{describe(hidden['root_cause'].kinds)}; read {top.doc_id} itself."
+            )
+        else:
+            cause = "In that incident the root cause was: " + (
+                " ".join(_sentences(section("root_cause"), 2))
+                or "(the precedent records no root cause section)"
+            )
         shared = ", ".join(top.signals_shared) or "none of the observed signals by name"
         how = _MATCHED_BY.get(top.matched_by, top.matched_by)
         if "signals" in top.retrievers and top.matched_by != "signals":
             how += " and by its recorded signals"
         hypothesis = (
-            f"This resembles {top.doc_id} ({top.title}, {top.date or 'undated'}), matched "
-            f"{how}. In that incident the root cause was: {cause} Signals shared with "
-            f"it: {shared}."
+            f"This resembles {top.doc_id} ({_title(top, flagged)}, {top.date or 'undated'}), "
+            f"matched {how}. {cause} Signals shared with it: {shared}."
         )
         if top.signals_not_in_precedent:
             hypothesis += (
                 f" Observed now but not recorded then: {', '.join(top.signals_not_in_precedent)}."
             )
-        mitigations = _sentences(top.sections.get("resolution", ""), 4)
+        mitigations = _sentences(section("resolution"), 4)
         checks = [
             f"Compare with {top.doc_id}'s symptoms: " + s
-            for s in _sentences(top.sections.get("detection", ""), 2)
+            for s in _sentences(section("detection"), 2)
         ]
         checks += [
             f"Check {s} (it moved in {top.doc_id})" for s in top.signals_only_in_precedent[:3]
@@ -128,16 +148,17 @@ class OfflineReporter:
             novel=False,
             missing_information=missing,
             staleness_note=_staleness(top, today),
+            withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )
 
-    def _novel(self, evidence: Evidence) -> Draft:
+    def _novel(self, evidence: Evidence, flagged: list[Flagged]) -> Draft:
         searched = evidence.searched
         nearest = evidence.items[0] if evidence.items else None
         near = (
             (
-                f" The nearest candidate, {nearest.doc_id} ({nearest.title}), was not a credible "
-                f"match (confidence {evidence.confidence:.2f})."
+                f" The nearest candidate, {nearest.doc_id} ({_title(nearest, flagged)}), was not "
+                f"a credible match (confidence {evidence.confidence:.2f})."
             )
             if nearest
             else ""
@@ -157,8 +178,14 @@ class OfflineReporter:
             confidence_label=label(evidence.confidence),
             novel=True,
             missing_information=["any earlier incident of this kind (none is recorded)"],
+            withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )
+
+
+def _title(item: EvidenceItem, flagged: list[Flagged]) -> str:
+    hidden = any(f.doc_id == item.doc_id and f.section == "title" for f in flagged)
+    return "title withheld" if hidden else item.title
 
 
 def _staleness(item: EvidenceItem, today: dt.date | None) -> str | None:

@@ -241,6 +241,14 @@ class DraftHeadline:
     confidence: str  # "0.62 (medium)"
 
 
+def withheld_notes(draft: Mapping[str, Any] | None) -> list[str]:
+    """The draft's lines about text it withheld (flagged as possible prompt injection): which
+    incident's section and why. Every channel shows them; the withheld text itself is never in
+    the draft."""
+    entries = (draft or {}).get("withheld") or []
+    return [str(e["note"]) for e in entries if isinstance(e, Mapping) and e.get("note")]
+
+
 def draft_headline(message: Notification) -> DraftHeadline:
     anomaly, draft = message.anomaly, message.draft or {}
     novel = bool(draft.get("novel"))

@@ -45,6 +45,7 @@ from seenbefore.notify.base import (
     finite,
     post_json,
     utc_iso,
+    withheld_notes,
 )
 from seenbefore.notify.options import check_table, number, string, strings
 from seenbefore.notify.pagerduty import CLIENT_NAME, dedup_key, event_class
@@ -179,6 +180,8 @@ def draft_note(message: Notification) -> str:
         else f"Seen before? Top precedent: {cited[0]}",
         f"Confidence: {float(draft.get('confidence', 0.0)):.2f} "
         f"({draft.get('confidence_label', '?')})",
+        # the withheld lines come ahead of the hypothesis, so truncation keeps them
+        *[f"⚠ {note}" for note in withheld_notes(draft)],
         f"Hypothesis: {draft.get('hypothesis', '')}",
         f"{draft.get('drafted_by', '')} · advisory: a person decides",
     ]

@@ -119,6 +119,7 @@ def _draft_details(draft: dict[str, Any]) -> dict[str, Any]:
         "missing_information",
         "drafted_by",
         "advisory",
+        "withheld",  # text kept out as possible prompt injection: which incident, section, why
     )
     return {k: draft[k] for k in keep if k in draft}
 

@@ -8,6 +8,9 @@ The JSON body (Slack incoming webhooks with Block Kit layout blocks)::
                         (mrkdwn, at most 10 fields of 2000 characters each)
                section  the anomaly's signature text (mrkdwn, at most 3000 characters)
                context  the rules that fired and the anomaly id (at most 10 elements)
+               (a draft: header, precedent and confidence, the hypothesis, a context block of
+               the lines about text withheld as possible prompt injection when there are any,
+               then who drafted it)
     thread_ts  optional: post as a reply in that thread
 
 Slack answers ``200`` with the body ``ok``. Failures are 4xx/5xx with a short code as the body
@@ -36,6 +39,7 @@ from seenbefore.notify.base import (
     post_json,
     to_utc,
     url_secrets,
+    withheld_notes,
 )
 from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
@@ -45,6 +49,7 @@ HEADER_MAX = 150
 FIELD_MAX = 2000
 TEXT_MAX = 3000
 FALLBACK_MAX = 3000
+CONTEXT_ELEMENTS_MAX = 10
 _ACTION_PREFIX = {"trigger": "", "acknowledge": "Acknowledged: ", "resolve": "Resolved: "}
 _PARTIAL_ENTITY = re.compile(r"&[a-z]*$")
 
@@ -94,6 +99,7 @@ def draft_payload(message: Notification) -> dict[str, Any]:
                 ],
             },
             {"type": "section", "text": mrkdwn(str(draft.get("hypothesis", "")))},
+            *_withheld_block(draft),
             {
                 "type": "context",
                 "elements": [
@@ -107,6 +113,16 @@ def draft_payload(message: Notification) -> dict[str, Any]:
     if message.thread_ts:
         payload["thread_ts"] = message.thread_ts
     return payload
+
+
+def _withheld_block(draft: dict[str, Any]) -> list[dict[str, Any]]:
+    """A context block of the draft's withheld lines (plain text: shown as written), if any."""
+    notes = withheld_notes(draft)[:CONTEXT_ELEMENTS_MAX]
+    elements = [
+        {"type": "plain_text", "text": truncate(f"⚠ {note}", TEXT_MAX), "emoji": True}
+        for note in notes
+    ]
+    return [{"type": "context", "elements": elements}] if elements else []
 
 
 def slack_payload(message: Notification) -> dict[str, Any]:

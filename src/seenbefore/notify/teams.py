@@ -41,6 +41,7 @@ from seenbefore.notify.base import (
     draft_headline,
     post_json,
     url_secrets,
+    withheld_notes,
 )
 from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
@@ -59,12 +60,12 @@ def _text(text: str, **style: Any) -> dict[str, Any]:
     return {"type": "TextBlock", "text": truncate(text, TEXT_MAX), "wrap": True, **style}
 
 
-def _literal(text: str) -> dict[str, Any]:
+def _literal(text: str, **style: Any) -> dict[str, Any]:
     """Text shown as given: a RichTextBlock's TextRun is not read as Markdown (a TextBlock is, so
     a ``[link](url)`` in retrieved or model-written text would render as a disguised link)."""
     return {
         "type": "RichTextBlock",
-        "inlines": [{"type": "TextRun", "text": truncate(text, TEXT_MAX)}],
+        "inlines": [{"type": "TextRun", "text": truncate(text, TEXT_MAX), **style}],
     }
 
 
@@ -116,6 +117,7 @@ def draft_card(message: Notification, review_url: str | None = None) -> dict[str
         _text(truncate(head.title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
         _facts([("Top precedent", head.precedent), ("Confidence", head.confidence)]),
         _literal(str(draft.get("hypothesis", ""))),
+        *[_literal(f"⚠ {note}", color="Warning") for note in withheld_notes(draft)],
         _text(
             f"{draft.get('drafted_by', '')} · anomaly {anomaly.id} · advisory: a person decides",
             isSubtle=True,

@@ -94,9 +94,15 @@ def render(
         symptoms.append("Services: " + ", ".join(request["services"]) + ".")
     mitigations = [f"- {m}" for m in draft.get("mitigations") or []]
     resolution = edits.resolution or "\n".join(mitigations) or "Not recorded at approval."
+    # a title the injection scanner flagged is withheld from the draft: not copied here either
+    flagged_titles = {
+        w.get("doc_id")
+        for w in draft.get("withheld") or []
+        if isinstance(w, dict) and w.get("section") == "title"
+    }
     precedents = [
-        f"- {d}: {candidates[d]['title']} (matched by {candidates[d]['matched_by']}, "
-        f"tier {candidates[d]['access_tier']})"
+        f"- {d}: {'(title withheld)' if d in flagged_titles else candidates[d]['title']} "
+        f"(matched by {candidates[d]['matched_by']}, tier {candidates[d]['access_tier']})"
         for d in cited
     ]
     sections = [

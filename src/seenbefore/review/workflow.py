@@ -97,10 +97,8 @@ class ReviewWorkflow:
         on_behalf: bool = False,
     ) -> Review:
         """Investigate and draft; the review then waits for a decision. Idempotent on
-        ``source_key`` (an Alertmanager alert's ``fingerprint:startsAt``). ``on_behalf``: the
-        principal runs it for someone else (an alert's delivering token): only holders of all
-        the principal's tiers may read it, whatever its evidence, since what it found or did
-        not find is knowledge of every tier it searched."""
+        ``source_key`` (an alert's ``fingerprint:startsAt``). ``on_behalf`` (for an alert's
+        token): readable only with all of ``principal``'s tiers, which its search used."""
         if not 1 <= k <= MAX_K:
             raise InputError(f"k is {k}; gather between 1 and {MAX_K} precedents")
         if source_key is not None:
@@ -285,29 +283,24 @@ class ReviewWorkflow:
     ) -> builtins.list[Review]:
         """Close the pending review of ``source_key`` (a resolved alert); [] when none. With
         ``tiers`` (the delivering token's), a review outside them is left alone and the answer
-        is [] as for no review at all: closing is acting on it, and it is not theirs to see —
-        unless the same token (``delivered_by``, its id) delivered the firing alert: it knows
-        that review exists, and closing it tells it nothing of what the review holds."""
+        is [] as for none — unless that token (``delivered_by``) delivered the firing alert:
+        it knows the review exists, and closing it tells nothing of what the review holds."""
         if outcome not in CLOSE_OUTCOMES:
             raise InputError(f"outcome is {outcome!r}, expected one of {', '.join(CLOSE_OUTCOMES)}")
         payload = {"action": "close", "outcome": outcome}
         where, params = ("1 = 1", []) if tiers is None else visible_sql(self.kb.store, tiers)
         with self.kb.store.transaction() as conn:
             row = conn.execute(
-                "SELECT r.id, r.round, r.awaiting FROM reviews r WHERE r.source_key = ?"
-                f" AND r.status = 'pending' AND {where}",
-                (source_key, *params),
+                f"SELECT r.id, r.round, r.awaiting, r.source, CASE WHEN {where} THEN 1 ELSE 0"
+                " END AS visible FROM reviews r WHERE r.source_key = ? AND r.status = 'pending'",
+                (*params, source_key),
             ).fetchone()
-            if row is None and delivered_by is not None:
-                mine = conn.execute(
-                    "SELECT r.id, r.round, r.awaiting, r.source FROM reviews r"
-                    " WHERE r.source_key = ? AND r.status = 'pending'",
-                    (source_key,),
-                ).fetchone()
-                source = json.loads(mine["source"] or "{}") if mine is not None else {}
-                if source.get("delivered_by") == delivered_by:
-                    row = mine
             if row is None:
+                return []
+            source = json.loads(row["source"] or "{}")
+            if not row["visible"] and (
+                delivered_by is None or source.get("delivered_by") != delivered_by
+            ):
                 return []
             closed = conn.execute(
                 "UPDATE reviews SET status = 'closed', outcome = ?, awaiting = 0, updated_at = ?"
@@ -316,14 +309,8 @@ class ReviewWorkflow:
             )
             if closed.rowcount != 1:  # decided by another replica since the SELECT
                 return []
-            add_event(
-                conn,
-                row["id"],
-                "workflow",
-                "closed",
-                row["round"],
-                detail={"outcome": outcome, "source_key": source_key},
-            )
+            event = {"outcome": outcome, "source_key": source_key}
+            add_event(conn, row["id"], "workflow", "closed", row["round"], detail=event)
         if row["awaiting"] and self.engine.waiting(row["id"]):
             self._resume(row["id"], payload)
         return [self.records.get(row["id"], None)]

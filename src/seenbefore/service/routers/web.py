@@ -16,14 +16,13 @@ import datetime as dt
 import secrets
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import jinja2
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from seenbefore.errors import AuthError, ForbiddenError, InputError, SeenbeforeError
+from seenbefore.errors import AuthError, InputError, SeenbeforeError
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.review.models import DismissReason, DraftEdits
 from seenbefore.service import actions, queue_rows
@@ -37,6 +36,7 @@ from seenbefore.service.deps import (
     session_caller,
 )
 from seenbefore.service.errors import TITLES, status_for
+from seenbefore.service.forgery import check_csrf, same_origin
 from seenbefore.service.routers.postmortems import postmortem_out
 from seenbefore.service.routers.search import search_out
 from seenbefore.service.sessions import LOGIN_CSRF_COOKIE, SESSION_COOKIE
@@ -119,35 +119,7 @@ def web_caller(request: Request, app: AppDep) -> Caller | None:
     return session_caller(request, app)
 
 
-def same_origin(request: Request) -> None:
-    """ForbiddenError for a POST sent by a page of another origin. Browsers send ``Origin`` on
-    every form POST (``Referer`` where a privacy setting drops it); a request with neither
-    (curl, an old client) is left to the CSRF token. Compared by host and port: another port
-    of the same host is another origin, although it is the same *site* for SameSite cookies."""
-    sent = request.headers.get("origin") or request.headers.get("referer")
-    if sent is None:
-        return
-    own = (request.headers.get("host") or "").lower()
-    theirs = "" if sent == "null" else urlsplit(sent).netloc.lower()
-    scheme = urlsplit(sent).scheme.lower()
-    default = {"http": ":80", "https": ":443"}.get(scheme, "")
-    if theirs != own and theirs.removesuffix(default) != own.removesuffix(default):
-        raise ForbiddenError(
-            f"this form was posted from {sent[:200]!r}, not from the review queue's own pages "
-            f"({own}); the queue accepts only its own forms: open it at http(s)://{own}/ and "
-            "submit there"
-        )
-
-
 WebCaller = Annotated[Caller | None, Depends(web_caller)]
-
-
-def _check_csrf(app: Ready, who: Caller, token: str) -> None:
-    if who.web is None or not app.sessions.check_csrf(who.web, token):
-        raise InputError(
-            "the form's CSRF token is missing or does not match this session; reload the page "
-            "and submit again"
-        )
 
 
 # -- static and login ------------------------------------------------------------------------------
@@ -239,7 +211,7 @@ def logout(
     if who is not None:
         try:
             same_origin(request)
-            _check_csrf(app, who, csrf_token)
+            check_csrf(app, who, csrf_token)
         except SeenbeforeError as exc:
             return error_page(request, who, exc)
         if who.web is not None:
@@ -311,7 +283,7 @@ def approve(
         return _login_redirect()
     try:
         same_origin(request)
-        _check_csrf(app, who, csrf_token)
+        check_csrf(app, who, csrf_token)
         who.principal.require("reviewer", "approving a draft")
         current = app.workflow.get(review_id, tiers=who.principal.tiers)
         edits = _edits(
@@ -344,7 +316,7 @@ def dismiss(
         return _login_redirect()
     try:
         same_origin(request)
-        _check_csrf(app, who, csrf_token)
+        check_csrf(app, who, csrf_token)
         who.principal.require("reviewer", "dismissing a draft")
         try:
             why = DismissReason(reason)
@@ -379,7 +351,7 @@ def search(
         return _login_redirect()
     try:
         same_origin(request)
-        _check_csrf(app, who, csrf_token)
+        check_csrf(app, who, csrf_token)
         if not q.strip():
             raise InputError("the search text is empty; describe the symptoms")
         result = actions.search(

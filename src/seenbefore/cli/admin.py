@@ -18,6 +18,9 @@ from seenbefore.cli.common import (
     settings,
 )
 from seenbefore.cli.search import TierOption
+from seenbefore.errors import StoreError
+from seenbefore.storage.base import RestoreCheck, Store
+from seenbefore.storage.sqlite_restore import REFUSED, one_line
 
 
 def delete(
@@ -139,13 +142,72 @@ def restore(
     path: Annotated[Path, typer.Argument(help="a file written by `seenbefore backup`")],
     yes: Annotated[bool, typer.Option("--yes", help="replace the current store")] = False,
 ) -> None:
-    """Replace the store's content with a backup."""
+    """Replace the store's content with a backup, after checking a copy of it: integrity, a
+    schema exactly as this version's migrations build it, a schema version this version reads,
+    rows it can read, and an intact audit chain (storage/sqlite_restore.py). A refused backup
+    leaves the store, and the review checkpoints beside it, as they were."""
     if not yes:
         typer.confirm("This replaces the whole knowledge base. Continue?", abort=True)
+    reviews = _reviews_copy(path)
+    if reviews.exists():
+        _check_checkpoints(reviews)
     with open_store() as store:
-        store.restore(path)
+        store.restore(path, verify=_audit_chain_intact(path))  # PostgreSQL refuses
         n = store.stats(["general"]).generation
     console.print(f"restored from {path} (generation {n})")
-    if _reviews_copy(path).exists():
-        _sqlite_copy(_reviews_copy(path), settings().home / "reviews.sqlite")
-        console.print(f"review checkpoints restored from {_reviews_copy(path)}")
+    if reviews.exists():
+        _sqlite_copy(reviews, settings().home / "reviews.sqlite")
+        console.print(f"review checkpoints restored from {reviews}")
+
+
+def _audit_chain_intact(path: Path) -> RestoreCheck:
+    """The restore's audit check, run on the staged copy (security sits above storage)."""
+
+    def check(copy: Store) -> None:
+        from seenbefore.security.audit import AuditLog
+
+        result = AuditLog(copy).verify()
+        if not result.ok:
+            where = f"record {result.first_bad_id}: " if result.first_bad_id is not None else ""
+            raise StoreError(
+                one_line(
+                    f"{REFUSED}: backup {path}'s audit chain does not verify ({where}"
+                    f"{result.reason}); a restore must carry an intact audit log; restore an"
+                    " earlier backup whose chain verifies (`seenbefore audit verify` over a copy"
+                    " of it shows where it breaks)"
+                )
+            )
+
+    return check
+
+
+def _check_checkpoints(reviews: Path) -> None:
+    """The review checkpoints copied beside a backup: an undamaged SQLite file with tables
+    only (LangGraph's saver makes no triggers or views), checked before anything is replaced."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(reviews.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            conn.execute("PRAGMA trusted_schema = OFF")
+            check = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(3)")]
+            extra = [
+                f"{r[0]} {r[1]}"
+                for r in conn.execute(
+                    "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view')"
+                )
+            ]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        check, extra = [f"unreadable: {exc}"], []
+    if check != ["ok"] or extra:
+        what = f"fails PRAGMA integrity_check ({'; '.join(check)})" if check != ["ok"] else ""
+        raise StoreError(
+            one_line(
+                f"{REFUSED}: review checkpoints {reviews} {what or 'hold ' + ', '.join(extra)};"
+                " they must be an undamaged SQLite file with tables only; move"
+                f" {reviews.name} away to restore the store without them, or restore another"
+                " backup"
+            )
+        )

@@ -16,7 +16,7 @@ from typing import Any, Protocol, Self
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.errors import NotFoundError
+from seenbefore.errors import ConflictError, NotFoundError
 from seenbefore.storage.sqlport import ServiceStore
 from seenbefore.storage.supersession import SupersedeRow
 from seenbefore.types import (
@@ -142,18 +142,32 @@ class Store(ServiceStore, Protocol):
 
     def backup(self, target: str | Path) -> None: ...
 
-    def restore(self, source: str | Path) -> None: ...
+    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
+        """Replace the content with a backup; ``verify`` runs on the checked copy, opened as a
+        store, before anything is replaced, and refuses the backup by raising (the CLI checks
+        the audit chain there: security sits above storage)."""
+        ...
 
     # -- documents ------------------------------------------------------------------------------
     def upsert(
-        self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
+        self,
+        pm: Postmortem,
+        chunks: Sequence[Chunk],
+        vectors: EmbeddedVectors | None = None,
+        *,
+        replaces: Sequence[str] = (),
     ) -> str:
         """Insert or atomically replace a document and its chunks; returns 'added' | 'updated' |
-        'unchanged'."""
+        'unchanged'. Ids are unique regardless of case: a stored document whose id differs from
+        ``pm.id`` only in case is deleted in the same transaction when ``replaces`` names it
+        (ingest --replace, or a file re-spelling its own id), else the write is refused with
+        :func:`id_case_clash` and nothing changes."""
         ...
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        """The document, if it exists and its tier is among ``tiers``; else NotFoundError."""
+        """The document, if it exists and its tier is among ``tiers``; else NotFoundError. The
+        id is matched regardless of case (the stored spelling preferred when several are
+        stored); the document keeps its stored spelling."""
         ...
 
     def delete(self, doc_id: str) -> None: ...
@@ -225,6 +239,9 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+RestoreCheck = Callable[[Store], None]  # raises a SeenbeforeError to refuse a backup
+
+
 class RowLike(Protocol):
     """A database row read by column name (sqlite3.Row, a psycopg dict row)."""
 
@@ -284,6 +301,16 @@ class JsonSettings:
 
     def set_json(self, key: str, value: Any) -> None:
         self.set_meta(key, json.dumps(value, sort_keys=True))
+
+
+def id_case_clash(doc_id: str) -> ConflictError:
+    """The error a write meets when a stored id differs from ``doc_id`` only in case. The stored
+    id is not named: it may be in a tier the writer cannot see (ingest names both sources)."""
+    return ConflictError(
+        f"postmortem id {doc_id!r} is taken: a stored postmortem's id differs from it only in "
+        "case, and ids are unique regardless of case; choose a new id (`seenbefore ingest "
+        "--replace` lets a file take the stored one over)"
+    )
 
 
 def visible_document(

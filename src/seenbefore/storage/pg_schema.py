@@ -296,3 +296,12 @@ MIGRATIONS.append(
     CREATE INDEX calibration_labels_review ON calibration_labels (review_id);
     """
 )
+# --- migration 4 ---
+MIGRATIONS.append(
+    # 4: ids are unique regardless of case (as SQLite migration 5): checked on every write under
+    # WRITE_LOCK, looked up regardless of case through this index; not UNIQUE, so a database
+    # that already holds two spellings of one id still migrates (ingest reports the pair).
+    """
+    CREATE INDEX documents_id_folded ON documents (lower(id));
+    """
+)

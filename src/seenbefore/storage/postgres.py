@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import NotFoundError, StoreError
-from seenbefore.storage import pg_admin, pg_reads, pg_search, pg_tx
+from seenbefore.storage import pg_admin, pg_ids, pg_reads, pg_search, pg_tx
 from seenbefore.storage import pg_rows as pgrows
 from seenbefore.storage.base import (
     Checkpoints,
@@ -41,6 +41,7 @@ from seenbefore.storage.base import (
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
+    RestoreCheck,
     StoreStats,
     utc_now,
     visible_document,
@@ -139,7 +140,12 @@ class PostgresStore(JsonSettings):
         return self._db.run(pg_reads.fingerprints, tiers=None)
 
     def upsert(
-        self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
+        self,
+        pm: Postmortem,
+        chunks: Sequence[Chunk],
+        vectors: EmbeddedVectors | None = None,
+        *,
+        replaces: Sequence[str] = (),
     ) -> str:
         if vectors is not None and len(vectors.matrix) != len(chunks):
             raise StoreError(
@@ -147,10 +153,8 @@ class PostgresStore(JsonSettings):
             )
 
         def write(conn: Conn) -> str:
-            old = conn.execute(
-                "SELECT content_hash, supersedes, source FROM documents WHERE id = %s", (pm.id,)
-            ).fetchone()
-            if old is not None and old[0] == pm.content_hash:
+            old, gone = pg_ids.take_over(conn, pm.id, replaces)  # and its case variants
+            if old is not None and old[0] == pm.content_hash and not gone:
                 if old[2] != pm.source:
                     conn.execute(
                         "UPDATE documents SET source = %s WHERE id = %s", (pm.source, pm.id)
@@ -162,10 +166,10 @@ class PostgresStore(JsonSettings):
                 pgrows.insert_document(conn, pm, now)
                 pgrows.insert_children(conn, pm, chunks, vectors, self._claim_embedder)
                 pgrows.count_change(conn, removed + len(chunks), len(chunks) - removed)
-                affected = {pm.id, pm.supersedes, old[1] if old else None}
+                affected = {pm.id, pm.supersedes, old[1] if old else None, *gone}
                 pgrows.refresh_supersession(conn, [a for a in affected if a])
                 pgrows.bump(conn)
-            return "updated" if old is not None else "added"
+            return "updated" if old is not None or gone else "added"
 
         return self._db.run(write, tiers=None, write=True)
 
@@ -187,18 +191,20 @@ class PostgresStore(JsonSettings):
         self._db.run(write, tiers=None, write=True)
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        """The document as a caller holding ``tiers`` sees it (read under those tiers): its
-        supersession counts only superseders in them (storage/supersession.py)."""
+        """The document as a caller holding ``tiers`` sees it (read under those tiers), its id
+        matched regardless of case: its supersession counts only superseders in them."""
         visible = tuple(tiers)
 
-        def read(conn: Conn) -> dict[str, StoredDocument]:
-            docs = pgrows.documents(conn, [doc_id])
-            doc = docs.get(doc_id)
+        def read(conn: Conn) -> tuple[str, dict[str, StoredDocument]]:
+            stored = pg_ids.stored_id(conn, doc_id)  # among the caller's tiers: row security
+            docs = pgrows.documents(conn, [stored])
+            doc = docs.get(stored)
             if doc is None or not doc.superseded_by:
-                return docs
-            return {doc_id: as_seen(doc, pgrows.superseder(conn, doc_id, visible))}
+                return stored, docs
+            return stored, {stored: as_seen(doc, pgrows.superseder(conn, stored, visible))}
 
-        return visible_document(self._db.run(read, tiers=visible), doc_id, tiers)
+        stored, docs = self._db.run(read, tiers=visible)
+        return visible_document(docs, stored, tiers)
 
     def supersede_rows(self) -> list[SupersedeRow]:
         return self._db.run(pg_reads.supersede_rows, tiers=None)
@@ -384,7 +390,7 @@ class PostgresStore(JsonSettings):
             f" `seenbefore migrate --from {self.url} --sqlite {target}`"
         )
 
-    def restore(self, source: str | Path) -> None:
+    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
         raise StoreError(
             f"store {self.url} is PostgreSQL: restore with pg_restore, or copy a SQLite store"
             f" into it with `seenbefore migrate --to {self.url} --sqlite {source}`"

@@ -186,3 +186,14 @@ MIGRATIONS.append(
     CREATE INDEX calibration_labels_key ON calibration_labels (model_key);
     """
 )
+
+# --- migration 5 ---
+MIGRATIONS.append(
+    # 5: ids are unique regardless of case; the stores check it on every write and look ids up
+    # regardless of case through this index. Not UNIQUE: a store written before may hold two
+    # spellings of one id, which ingest then reports (and --replace resolves) instead of the
+    # migration failing.
+    """
+    CREATE INDEX documents_id_folded ON documents (lower(id));
+    """
+)

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import EmbedderMismatchError, NotFoundError, StoreError
-from seenbefore.storage import sqlite_files
+from seenbefore.storage import sqlite_files, sqlite_restore
 from seenbefore.storage import sqlite_rows as sqrows
 from seenbefore.storage.base import (
     Checkpoints,
@@ -28,12 +28,13 @@ from seenbefore.storage.base import (
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
+    RestoreCheck,
     StoreStats,
     utc_now,
     visible_document,
 )
 from seenbefore.storage.dialect import SQLITE_SQL, SQLiteSql
-from seenbefore.storage.schema import APPLICATION_ID, AUDIT_TRIGGERS, MIGRATIONS
+from seenbefore.storage.schema import AUDIT_TRIGGERS
 from seenbefore.storage.sqlfilters import filter_sql
 from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, SearchFilters, StoredDocument
@@ -88,13 +89,7 @@ class SQLiteStore(JsonSettings):
         return f"the append-only trigger(s) {', '.join(missing)} are missing" if missing else ""
 
     def _migrate(self) -> None:
-        with self._lock:
-            for number in sqlite_files.pending_migrations(self._conn, self.path):
-                with self._write(bump=False) as conn:
-                    for statement in sqrows.statements(MIGRATIONS[number - 1]):
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {number}")
+        sqlite_files.migrate(self._conn, self._lock, self.path)
 
     @contextmanager
     def _write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
@@ -136,17 +131,20 @@ class SQLiteStore(JsonSettings):
         return {r["id"]: (r["content_hash"], r["source"]) for r in rows}
 
     def upsert(
-        self, pm: Postmortem, chunks: Sequence[Chunk], vectors: EmbeddedVectors | None = None
+        self,
+        pm: Postmortem,
+        chunks: Sequence[Chunk],
+        vectors: EmbeddedVectors | None = None,
+        *,
+        replaces: Sequence[str] = (),
     ) -> str:
         if vectors is not None and len(vectors.matrix) != len(chunks):
             raise StoreError(
                 f"{pm.id}: {len(vectors.matrix)} vectors for {len(chunks)} chunks; embed every chunk"
             )
         with self._write() as conn:
-            old = conn.execute(
-                "SELECT content_hash, supersedes, source FROM documents WHERE id = ?", (pm.id,)
-            ).fetchone()
-            if old is not None and old["content_hash"] == pm.content_hash:
+            old, removed = sqrows.take_over(conn, pm.id, replaces)  # and its case variants
+            if old is not None and old["content_hash"] == pm.content_hash and not removed:
                 if old["source"] != pm.source:
                     conn.execute("UPDATE documents SET source = ? WHERE id = ?", (pm.source, pm.id))
                 return "unchanged"
@@ -164,9 +162,9 @@ class SQLiteStore(JsonSettings):
                         (chunk_id, sqrows.blob(vectors.matrix[index])),
                     )
             sqrows.count_change(conn, len(chunks))
-            affected = {pm.id, pm.supersedes, old["supersedes"] if old else None}
+            affected = {pm.id, pm.supersedes, old["supersedes"] if old else None, *removed}
             sqrows.refresh_supersession(conn, [a for a in affected if a])
-            return "updated" if old is not None else "added"
+            return "updated" if old is not None or removed else "added"
 
     def _insert_chunk(self, conn: sqlite3.Connection, chunk: Chunk) -> int:
         return sqrows.insert_chunk(conn, chunk)  # a method: tests fail it mid-document
@@ -200,18 +198,13 @@ class SQLiteStore(JsonSettings):
                 sqrows.refresh_supersession(conn, [row["supersedes"]])
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        """The document as a caller holding ``tiers`` sees it: its supersession counts only
-        superseders in those tiers (storage/supersession.py)."""
-        doc = visible_document(self.documents_meta([doc_id]), doc_id, tiers)
+        """The document as a caller holding ``tiers`` sees it, its id matched regardless of case:
+        its supersession counts only superseders in those tiers (storage/supersession.py)."""
+        stored = sqrows.stored_id(self._read, doc_id, tiers)
+        doc = visible_document(self.documents_meta([stored]), stored, tiers)
         if not doc.superseded_by:
             return doc  # no link at all, from any tier
-        marks = ",".join("?" * len(tiers))
-        rows = self._read(
-            "SELECT s.id FROM documents s WHERE s.supersedes = ? AND s.status = 'current'"
-            f" AND s.access_tier IN ({marks}) ORDER BY s.date DESC, s.id LIMIT 1",
-            [doc_id, *tiers],
-        )
-        return as_seen(doc, rows[0][0] if rows else None)
+        return as_seen(doc, sqrows.superseder(self._read, stored, tiers))
 
     def supersede_rows(self) -> list[SupersedeRow]:
         """Every document's declared status, tier, ``supersedes`` and date (every tier)."""
@@ -389,9 +382,13 @@ class SQLiteStore(JsonSettings):
         """A consistent copy via SQLite's online backup API, safe while the store is in use."""
         sqlite_files.backup(self._conn, self._lock, target)
 
-    def restore(self, source: str | Path) -> None:
-        """Replace this store's content with a backup taken by :meth:`backup`."""
-        sqlite_files.copy_in(self._conn, self._lock, source)
+    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
+        """Replace this store's content with a backup taken by :meth:`backup`, once a copy of
+        it passed every check (storage/sqlite_restore.py) and ``verify`` (the caller's own, on
+        the copy opened as a store: the CLI checks the audit chain there)."""
+        sqlite_restore.restore(
+            self._conn, self._lock, self.local_file, source, open_copy=SQLiteStore, verify=verify
+        )
         self._migrate()
         with self._write():
             pass  # bump the generation: every cache is now stale

@@ -1,5 +1,6 @@
-"""The SQLite store's file: opening it, checking whose and which version it is, and copying it
-whole (SQLite's online backup API, safe while the store is in use)."""
+"""The SQLite store's file: opening it, checking whose and which version it is, migrating it, and
+copying it whole (SQLite's online backup API, safe while the store is in use). Restoring a copy
+is in sqlite_restore.py."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from seenbefore.errors import NotFoundError, SchemaVersionError, StoreError
+from seenbefore.errors import SchemaVersionError, StoreError
 from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
+from seenbefore.storage.sqlite_rows import statements
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
@@ -50,6 +52,27 @@ def pending_migrations(conn: sqlite3.Connection, path: Path) -> range:
     return range(version + 1, len(MIGRATIONS) + 1)
 
 
+def migrate(
+    conn: sqlite3.Connection, lock: threading.RLock, path: Path, upto: int | None = None
+) -> None:
+    """Apply the pending migrations (up to ``upto``, default all), each in one transaction that
+    also records its number in ``user_version``."""
+    with lock:
+        for number in pending_migrations(conn, path):
+            if upto is not None and number > upto:
+                break
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in statements(MIGRATIONS[number - 1]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {number}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+
 def backup(conn: sqlite3.Connection, lock: threading.RLock, target: str | Path) -> None:
     """A consistent copy of ``conn``'s database in the new file ``target``."""
     target_path = Path(target)
@@ -62,26 +85,3 @@ def backup(conn: sqlite3.Connection, lock: threading.RLock, target: str | Path) 
             conn.backup(dest)
     finally:
         dest.close()
-
-
-def copy_in(conn: sqlite3.Connection, lock: threading.RLock, source: str | Path) -> None:
-    """Replace ``conn``'s database with the backup ``source`` (checked to be a seenbefore store
-    this version can read)."""
-    source_path = Path(source)
-    if not source_path.is_file():
-        raise NotFoundError(f"backup {source_path} does not exist")
-    src = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True)
-    try:
-        app_id = src.execute("PRAGMA application_id").fetchone()[0]
-        version = src.execute("PRAGMA user_version").fetchone()[0]
-        if app_id != APPLICATION_ID or not 1 <= version <= len(MIGRATIONS):
-            raise SchemaVersionError(
-                f"backup {source_path} is not a seenbefore store this version can read "
-                f"(application_id {app_id:#x}, schema {version})"
-            )
-        with lock:
-            src.backup(conn)
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"backup {source_path}: not a readable SQLite file ({exc})") from exc
-    finally:
-        src.close()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.storage.base import StoreStats, stored_document
+from seenbefore.storage.base import StoreStats, id_case_clash, stored_document
 from seenbefore.storage.sqlfilters import current_sql
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, Section, StoredDocument
 
@@ -87,6 +87,51 @@ def delete_rows(conn: sqlite3.Connection, doc_id: str) -> None:
         (doc_id,),
     )
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))  # cascades
+
+
+def take_over(
+    conn: sqlite3.Connection, doc_id: str, replaces: Sequence[str]
+) -> tuple[sqlite3.Row | None, list[str | None]]:
+    """The stored row of ``doc_id`` (content_hash, supersedes, source), after deleting the
+    documents whose ids differ from it only in case, each of which ``replaces`` must name
+    (ConflictError for one it does not, before anything is deleted); with what each deleted
+    one superseded."""
+    variants = conn.execute(
+        "SELECT id, supersedes FROM documents WHERE lower(id) = lower(?) AND id <> ?",
+        (doc_id, doc_id),
+    ).fetchall()
+    if any(v["id"] not in replaces for v in variants):
+        raise id_case_clash(doc_id)
+    for variant in variants:
+        n = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = ?", (variant["id"],))
+        count_change(conn, int(n.fetchone()[0]))
+        delete_rows(conn, variant["id"])
+    old = conn.execute(
+        "SELECT content_hash, supersedes, source FROM documents WHERE id = ?", (doc_id,)
+    ).fetchone()
+    return old, [v["supersedes"] for v in variants]
+
+
+def stored_id(read: Read, doc_id: str, tiers: Sequence[str]) -> str:
+    """The stored spelling of ``doc_id`` among documents in ``tiers`` (ids match regardless of
+    case; an exact match first), else ``doc_id`` itself."""
+    rows = read(
+        f"SELECT id FROM documents WHERE lower(id) = lower(?) AND access_tier IN"
+        f" ({','.join('?' * len(tiers))}) ORDER BY id = ? DESC, id LIMIT 1",
+        [doc_id, *tiers, doc_id],
+    )
+    return str(rows[0][0]) if rows else doc_id
+
+
+def superseder(read: Read, doc_id: str, tiers: Sequence[str]) -> str | None:
+    """The newest current document in ``tiers`` that supersedes ``doc_id`` (the order of
+    :func:`refresh_supersession`)."""
+    rows = read(
+        "SELECT s.id FROM documents s WHERE s.supersedes = ? AND s.status = 'current'"
+        f" AND s.access_tier IN ({','.join('?' * len(tiers))}) ORDER BY s.date DESC, s.id LIMIT 1",
+        [doc_id, *tiers],
+    )
+    return str(rows[0][0]) if rows else None
 
 
 def blob(vector: npt.NDArray[np.float32]) -> bytes:

@@ -87,23 +87,30 @@ def requires(extra: str, purpose: str) -> Iterator[None]:
 
 
 def absent(extra: str, purpose: str, *modules: str) -> MissingExtraError | None:
-    """The ``MissingExtraError`` for the first of ``modules`` that is not installed (found
-    without importing any), or None when all are."""
-    if extra not in EXTRAS:
-        raise ValueError(f"extra {extra!r} is not one of {sorted(EXTRAS)}")
-    for module in modules:
-        if not available(module):
-            package = PACKAGES.get(module.partition(".")[0], module)
-            detail = f"import {module} failed: No module named {module!r}"
-            return MissingExtraError(purpose, package, extra, detail)
-    return None
+    """The ``MissingExtraError`` (naming the import that would fail) for the first of
+    ``modules`` that is not installed, found without importing any; None when all are."""
+    module = _first_missing(extra, modules)
+    if module is None:
+        return None
+    detail = f"import {module} failed: No module named {module!r}"
+    return MissingExtraError(purpose, _package(module), extra, detail)
 
 
 def missing(extra: str, purpose: str, *modules: str) -> str | None:
     """The ``MissingExtraError`` message for the first of ``modules`` that is not installed, or
     None when all are: for paths that skip what they cannot do and say why, instead of failing."""
-    error = absent(extra, purpose, *modules)
-    return None if error is None else str(error)
+    module = _first_missing(extra, modules)
+    return None if module is None else str(MissingExtraError(purpose, _package(module), extra))
+
+
+def _first_missing(extra: str, modules: tuple[str, ...]) -> str | None:
+    if extra not in EXTRAS:
+        raise ValueError(f"extra {extra!r} is not one of {sorted(EXTRAS)}")
+    return next((m for m in modules if not available(m)), None)
+
+
+def _package(module: str) -> str:
+    return PACKAGES.get(module.partition(".")[0], module)
 
 
 def available(*modules: str) -> bool:

@@ -8,6 +8,7 @@ to search, so an empty result is never blamed on the query's words when a filter
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -32,6 +33,27 @@ class Masked(Protocol):
 def check_k(k: int, *, name: str = "-k") -> None:
     if not 1 <= k <= MAX_K:
         raise InputError(f"{name} is {k}; ask for between 1 and {MAX_K} results")
+
+
+def check_range(
+    name: str, value: float, low: float, high: float, *, what: str = "a number", why: str = ""
+) -> None:
+    """InputError unless ``low <= value <= high``; NaN and the infinities never pass, and a whole
+    number is compared exactly (never through a float). ``name`` is the option as the caller
+    spelt it (``--hours``), ``what`` the kind of value, ``why`` what the bounds are for."""
+    finite = isinstance(value, int) or math.isfinite(value)  # a huge int is no float
+    if not (finite and low <= value <= high):
+        raise InputError(
+            f"{name} is {_number(value)}; give {what} from {_number(low)} to {_number(high)}"
+            + (f" ({why})" if why else "")
+        )
+
+
+def _number(value: float) -> str:
+    """A number as a message shows it: whole numbers in full (at most 40 digits), else ``:g``."""
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**40 else "a whole number of more than 40 digits"
+    return f"{value:g}"
 
 
 def check_query(text: str, *, name: str = "query text") -> None:

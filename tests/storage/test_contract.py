@@ -147,18 +147,20 @@ def test_supersession_kept_in_step(any_store: Store) -> None:
 
 
 def test_rows_for_in_memory_indexes_are_grouped_by_document(any_store: Store) -> None:
-    for doc_id in ("b", "A", "a", "B-2"):
+    # ids are unique regardless of case, so "a" cannot sit beside "A"; "a-1" still sorts
+    # after "B-2" in byte order (and before it if case were ignored)
+    for doc_id in ("b", "A", "a-1", "B-2"):
         put(any_store, doc_id, f"text of {doc_id}\n\n## Root cause\nmore text of {doc_id}")
     docs = any_store.document_rows()
     chunks = any_store.chunk_rows()
-    assert docs.ids == sorted(docs.ids)  # byte order on both backends
+    assert docs.ids == sorted(docs.ids) == ["A", "B-2", "a-1", "b"]  # byte order on both backends
     order = [docs.ids.index(d) for d in chunks.doc_ids]
     assert order == sorted(order)  # chunks grouped in document order
     assert docs.dates == ["2024-03-14"] * 4 and docs.services == [()] * 4
     before = any_store.chunks_changed()
-    any_store.delete("a")
-    assert any_store.chunks_changed() == before + chunks.doc_ids.count("a")
-    assert "a" not in any_store.chunk_rows().doc_ids
+    any_store.delete("a-1")
+    assert any_store.chunks_changed() == before + chunks.doc_ids.count("a-1")
+    assert "a-1" not in any_store.chunk_rows().doc_ids
 
 
 def test_vectors_round_trip_and_embedder_claim(any_store: Store) -> None:

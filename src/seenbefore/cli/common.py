@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from seenbefore.config import Settings, load_settings
+from seenbefore.errors import InputError
 from seenbefore.kb import KnowledgeBase
+from seenbefore.security.tokens import check_tiers
 
 if TYPE_CHECKING:
     from seenbefore.storage.base import Store
@@ -47,10 +49,22 @@ def open_kb(cfg: Settings | None = None) -> KnowledgeBase:
 
 
 def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:
-    """Tiers given with --tier, else the configured default (SEENBEFORE_TIERS)."""
-    if tiers:
-        return tuple(dict.fromkeys(t.strip().lower() for t in tiers if t.strip()))
-    return (cfg or settings()).tiers
+    """Tiers given with --tier, else the configured default (SEENBEFORE_TIERS). Each --tier
+    takes one tier or a comma list (``--tier general,restricted``) and may be repeated; names
+    follow the rule of ``token create --tiers`` (security/tokens.py ``check_tiers``: lower-cased,
+    de-duplicated in order). An empty --tier, or a name outside the rule, is an InputError."""
+    if not tiers:
+        return (cfg or settings()).tiers
+    for given in tiers:
+        if not given.replace(",", "").strip():
+            raise InputError(
+                f"--tier is empty ({given!r}); give an access tier, e.g. --tier general or "
+                "--tier general,restricted, or leave --tier out to hold SEENBEFORE_TIERS"
+            )
+    try:
+        return check_tiers([t for given in tiers for t in given.split(",")])
+    except InputError as exc:
+        raise InputError(f"--tier: {exc}") from None
 
 
 def print_json(payload: dict[str, Any]) -> None:

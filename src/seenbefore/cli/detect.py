@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,46 +15,20 @@ from rich.panel import Panel
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json, settings
+from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect
 from seenbefore.detection.rules import load_rules
-from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, read_prometheus, simulate
+from seenbefore.detection.simbounds import MAX_HOURS, MAX_SEED
+from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, simulate
 from seenbefore.errors import InputError
+from seenbefore.limits import check_range
 from seenbefore.types import SEVERITIES
 
 SPARK = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLE = {"SEV1": "bold red", "SEV2": "red", "SEV3": "yellow", "SEV4": "dim"}
-
-
-@dataclass(frozen=True)
-class LiveQuery:
-    """``--prometheus URL`` with ``--query``, ``--since`` and ``--step``."""
-
-    query: str | None = None
-    since: str = "6h"
-    step: str = "60s"
-
-
-def _read_prometheus(source: str, live: LiveQuery) -> Telemetry:
-    """A live server when ``source`` is an http(s) URL, else a saved query_range JSON file."""
-    if not source.startswith(("http://", "https://")):
-        if live.query:
-            raise InputError(
-                f"--query needs --prometheus to be a server URL (http://...), got {source!r}"
-            )
-        return read_prometheus(Path(source))
-    if not live.query:
-        raise InputError(
-            f"--prometheus {source} is a server: give --query with a PromQL expression "
-            "(and optionally --since 6h --step 60s)"
-        )
-    from seenbefore.detection.prometheus_live import parse_duration, query_range
-
-    return query_range(
-        source,
-        live.query,
-        since=parse_duration(live.since, "--since"),
-        step=parse_duration(live.step, "--step"),
-    )
+TRAIN_HOURS = 24  # a simulated run's first hours: clean history the detector learns from
+MIN_HOURS = TRAIN_HOURS + 1  # and at least one hour to score
+MAX_SPEED = 10_000  # simulated minutes per second in `watch` (two weeks play in half a minute)
 
 
 def _telemetry(
@@ -70,11 +43,22 @@ def _telemetry(
         raise InputError("give --csv or --prometheus, not both")
     if csv or prometheus:
         telemetry = (
-            read_csv(csv) if csv else _read_prometheus(prometheus or "", live or LiveQuery())
+            read_csv(csv) if csv else read_prometheus_source(prometheus or "", live or LiveQuery())
         )
         return telemetry, max(30, int(0.3 * len(telemetry.timestamps)))
+    check_range(
+        "--hours",
+        hours,
+        MIN_HOURS,
+        MAX_HOURS,
+        what="a number of hours",
+        why=f"the first {TRAIN_HOURS} train the detector and at least one more is scored; "
+        f"at most {MAX_HOURS // 24} days of one-minute points",
+    )
+    check_range("--seed", seed, 0, MAX_SEED, what="a whole number")
     names = list(SCENARIOS) if scenario in (None, []) or scenario == ["all"] else scenario
-    return simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=24.0), 24 * 60
+    simulated = simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=TRAIN_HOURS)
+    return simulated, TRAIN_HOURS * 60
 
 
 def _router() -> Any:
@@ -139,9 +123,10 @@ def detect_command(
         list[str] | None, typer.Option(help=f"all or any of: {', '.join(SCENARIOS)}")
     ] = None,
     hours: Annotated[
-        float, typer.Option(help="hours to simulate (the first 24 are training)")
+        float,
+        typer.Option(help=f"hours to simulate, {MIN_HOURS} to {MAX_HOURS} (the first 24 train)"),
     ] = 48.0,
-    seed: Annotated[int, typer.Option()] = 0,
+    seed: Annotated[int, typer.Option(help=f"simulation seed, 0 to {MAX_SEED}")] = 0,
     csv: Annotated[Path | None, typer.Option(help="read metrics from a CSV instead")] = None,
     prometheus: Annotated[
         str | None,
@@ -254,14 +239,18 @@ def _spark(values: Any) -> str:
 
 def watch(
     scenario: Annotated[list[str] | None, typer.Option(help="scenario(s) to inject")] = None,
-    speed: Annotated[float, typer.Option(help="simulated minutes per second")] = 60.0,
+    speed: Annotated[
+        float, typer.Option(help=f"simulated minutes per second, 1 to {MAX_SPEED:,}")
+    ] = 60.0,
     hours: Annotated[
-        float, typer.Option(help="hours to simulate (the first 24 are history)")
+        float,
+        typer.Option(help=f"hours to simulate, {MIN_HOURS} to {MAX_HOURS} (the first 24: history)"),
     ] = 30.0,
-    seed: Annotated[int, typer.Option()] = 0,
+    seed: Annotated[int, typer.Option(help=f"simulation seed, 0 to {MAX_SEED}")] = 0,
     notify: Annotated[bool, typer.Option(help="route anomalies as they open")] = False,
 ) -> None:
     """A live terminal view: services, key metrics, anomalies by severity, what was routed."""
+    check_range("--speed", speed, 1, MAX_SPEED, what="a number of simulated minutes per second")
     telemetry, train = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
     with console.status("learning the last 24 hours of telemetry"):
         report = detect(telemetry, params=DetectionParams(train_minutes=train))

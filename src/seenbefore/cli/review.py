@@ -21,6 +21,7 @@ from seenbefore.cli.security import record_local
 from seenbefore.errors import InputError
 from seenbefore.extras import requires
 from seenbefore.investigation.reporter import Draft
+from seenbefore.limits import check_range
 from seenbefore.review.models import DismissReason, DraftEdits, Review
 from seenbefore.security.tokens import Principal, local_principal
 
@@ -32,6 +33,7 @@ review_app = typer.Typer(
     no_args_is_help=True,
 )
 JsonOption = Annotated[bool, typer.Option("--json")]
+MAX_LISTED = 1000  # reviews `review list` prints at most
 
 
 @contextmanager
@@ -105,11 +107,12 @@ def start(
 @review_app.command("list")
 def list_reviews(
     status: Annotated[str, typer.Option(help="pending, approved, closed or all")] = "pending",
-    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    limit: Annotated[int, typer.Option(help=f"at most this many, 1 to {MAX_LISTED:,}")] = 50,
     tier: TierOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Reviews visible to your tiers, most severe first."""
+    check_range("--limit", limit, 1, MAX_LISTED, what="a number of reviews")
     with _workflow(tier) as (workflow, principal):
         reviews = workflow.list(
             tiers=principal.tiers, status=None if status == "all" else status, limit=limit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Annotated
 
 import typer
@@ -22,7 +23,9 @@ from seenbefore.types import SearchFilters, SearchResult
 TierOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--tier", help="access tier you hold (repeat); default SEENBEFORE_TIERS or general"
+        "--tier",
+        help="access tiers you hold, comma-separated or repeated (general,restricted); "
+        "default SEENBEFORE_TIERS or general",
     ),
 ]
 
@@ -66,6 +69,11 @@ def search(
         raise InputError("search text is empty; describe the symptoms or paste the alert")
     check_query(text, name="search text")
     check_k(k)
+    if recency_half_life is not None and not math.isfinite(recency_half_life):
+        raise InputError(
+            f"--recency-half-life is {recency_half_life}; give a half-life in days greater "
+            "than 0, e.g. 365, or leave it out for no recency boost"
+        )
     filters = SearchFilters(
         tiers=caller_tiers(tier),
         include_superseded=include_superseded,
@@ -185,7 +193,9 @@ def show(
     tiers = caller_tiers(tier)
     with open_store() as store:
         doc = store.get(doc_id, tiers)
-        record_local(store, "show", tiers, doc_ids=[doc_id], tiers=[doc.postmortem.access_tier])
+        record_local(
+            store, "show", tiers, doc_ids=[doc.postmortem.id], tiers=[doc.postmortem.access_tier]
+        )
     pm = doc.postmortem
     meta = {
         "id": pm.id,

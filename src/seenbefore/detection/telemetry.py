@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from seenbefore.detection.simbounds import simulated_minutes
 from seenbefore.errors import InputError
 from seenbefore.parsing import load_json, read_text
 
@@ -247,14 +248,13 @@ def simulate(
     unknown = [s for s in scenarios if s not in SCENARIOS]
     if unknown:
         raise InputError(f"unknown scenario(s) {unknown}; known: {', '.join(SCENARIOS)}")
+    minutes, warm = simulated_minutes(hours, warmup_hours, seed, len(scenarios))
     rng = np.random.default_rng(seed)
     start = start or dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
-    minutes = int(hours * 60)
     specs = {s.name: s for s in services}
     series = {name: _baseline(spec, minutes, start, rng) for name, spec in specs.items()}
     timestamps = [start + i * STEP for i in range(minutes)]
     incidents = []
-    warm = int(warmup_hours * 60)
     slots = max(1, len(scenarios))
     span = (minutes - warm) // slots
     for i, kind in enumerate(scenarios):

@@ -2,6 +2,8 @@
 
 Nothing is lost: a document that fails validation goes to quarantine with its reason and never
 replaces or deletes the previous good version. Re-ingesting an unchanged file does nothing.
+Ids are unique regardless of case: ``inc-1`` from another source beside a stored ``INC-1`` is a
+clash like ``INC-1`` from another source (quarantined, naming both; ``--replace`` takes it over).
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ class Ingestor:
         self.vectorize = vectorize
         self.replace = False
         self._refused: set[str] = set()  # ids whose claim by another source was refused
+        self._spellings: dict[str, list[str]] = {}  # lower-cased id -> stored ids (its spellings)
+        self._folded: dict[str, Postmortem] = {}  # lower-cased id -> its document in this run
 
     def ingest(
         self, paths: Sequence[Path], *, prune: bool = False, replace: bool = False
@@ -113,7 +117,7 @@ class Ingestor:
         self._refused = set()
         files = discover(paths)
         report = IngestReport()
-        known = self.store.fingerprints()
+        known = self._known()
         superseded_before = set(self.store.superseded_ids())
         seen: dict[str, Postmortem] = {}
         seen_sources: set[str] = set()
@@ -139,12 +143,20 @@ class Ingestor:
                 f"quarantined source {file_part} no longer exists; fix and ingest it again, "
                 "or drop the entry"
             )
-        known = self.store.fingerprints()
+        known = self._known()
         seen: dict[str, Postmortem] = {}
         for item in self._items(path):
             if not line or item.source == source:
                 self._ingest_one(item, known, seen, report)
         return report
+
+    def _known(self) -> dict[str, tuple[str, str]]:
+        """The store's fingerprints, with the spellings of each id (for this run's checks)."""
+        known = self.store.fingerprints()
+        self._spellings, self._folded = {}, {}
+        for doc_id in known:
+            self._spellings.setdefault(doc_id.lower(), []).append(doc_id)
+        return known
 
     def _items(self, path: Path) -> Iterator[Postmortem | PostmortemInvalid]:
         source = str(path.resolve())
@@ -191,6 +203,17 @@ class Ingestor:
                     pm.content_hash,
                 )
             return
+        twin = self._folded.get(pm.id.lower())
+        if twin is not None:
+            self._quarantine(
+                pm.source,
+                f"id '{pm.id}' differs only in case from '{twin.id}', which {twin.source} "
+                "defines in this run; ids are unique regardless of case: give one of them a new id",
+                pm.id,
+                report,
+                pm.content_hash,
+            )
+            return
         previous = known.get(pm.id)
         if previous is not None and not same_source(previous[1], pm.source):
             if not self.replace:
@@ -206,11 +229,20 @@ class Ingestor:
                 self._refused.add(pm.id)  # its stored document is kept, even by --prune
                 return
             report.replaced.append((pm.id, previous[1]))
+        variants = [v for v in self._spellings.get(pm.id.lower(), []) if v != pm.id]
+        if not self._may_take(pm, variants, known, report):
+            return
         seen[pm.id] = pm
+        self._folded[pm.id.lower()] = pm
         kinds: list[str] = sorted({f.kind for f in scan(pm.body)})
         if kinds:  # kept (it may be a genuine write-up of an attack) but flagged, every run
             report.flagged.append((pm.id, kinds))
-        if previous is not None and previous[0] == pm.content_hash and previous[1] == pm.source:
+        if (
+            previous is not None
+            and previous[0] == pm.content_hash
+            and previous[1] == pm.source
+            and not variants  # a stored spelling of its own to take over: an update
+        ):
             report.unchanged.append(pm.id)
             self.store.clear_quarantine(pm.source)
             return
@@ -218,11 +250,39 @@ class Ingestor:
             pm, max_words=self.policy.max_words, overlap_words=self.policy.overlap_words
         )
         vectors = self.vectorize(pm, chunks) if self.vectorize else None
-        outcome = self.store.upsert(pm, chunks, vectors)
+        outcome = self.store.upsert(pm, chunks, vectors, replaces=variants)
         getattr(report, outcome).append(pm.id)
         if outcome != "unchanged":
             report.chunks_written += len(chunks)
         self.store.clear_quarantine(pm.source)
+
+    def _may_take(
+        self,
+        pm: Postmortem,
+        variants: list[str],
+        known: dict[str, tuple[str, str]],
+        report: IngestReport,
+    ) -> bool:
+        """Whether ``pm`` may replace the stored ``variants`` (ids that differ from its own only
+        in case): those of its own source it re-spells; another source's only with --replace.
+        Otherwise it is quarantined, naming both sources, and the stored one is kept."""
+        foreign = [v for v in variants if not same_source(known[v][1], pm.source)]
+        if foreign and not self.replace:
+            held = foreign[0]
+            self._quarantine(
+                pm.source,
+                f"id '{pm.id}' differs only in case from '{held}', which belongs to "
+                f"{known[held][1] or 'a document'}; this source ({pm.source}) declares it. Ids "
+                "are unique regardless of case: give this one a new id, or ingest it with "
+                "--replace to replace the stored document",
+                pm.id,
+                report,
+                pm.content_hash,
+            )
+            self._refused.update(foreign)  # the stored documents are kept, even by --prune
+            return False
+        report.replaced += [(pm.id, known[v][1]) for v in foreign]
+        return True
 
     def _quarantine(
         self,

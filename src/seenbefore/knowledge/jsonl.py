@@ -6,6 +6,11 @@ or a quoted literal (``access_tier='restricted'``). Targets are the front-matter
 date, services, severity, status, supersedes, access_tier, type, tags, signals), the section keys
 (summary, impact, detection, timeline, root_cause, resolution, action_items, lessons), ``body``
 (Markdown whose headings become sections) or any other name, which is kept as extra metadata.
+
+A template takes plain field names in braces only, ``{{`` and ``}}`` for a literal brace. A format
+spec, conversion, attribute or index (``{summary:>{w}}``, ``{a!r}``, ``{a.b}``, ``{a[0]}``) is
+refused when the mapping is parsed, before a record is read, so nothing in a record can choose a
+width or reach into a value; a field's value is written as it is (``str``), never formatted.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import re
 import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -49,9 +55,15 @@ PRESETS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class FieldMapping:
-    """Parsed ``target=source`` pairs."""
+    """Parsed ``target=source`` pairs; every template among the sources is checked on
+    construction (:func:`template_parts`), so a mapping that exists fills only plain fields."""
 
     pairs: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        for target, source in self.pairs:
+            if _is_template(source):
+                template_parts(source, f"{target}={source}")
 
     @classmethod
     def parse(cls, spec: str) -> FieldMapping:
@@ -83,26 +95,85 @@ class FieldMapping:
         return FieldMapping(tuple(replaced.items()))
 
 
+def _is_literal(source: str) -> bool:
+    return len(source) >= 2 and source[0] == source[-1] and source[0] in "'\""
+
+
+def _is_template(source: str) -> bool:
+    return "{" in source and not _is_literal(source)
+
+
+PLAIN_RULE = (
+    "templates take plain field names in braces, with no format spec (':'), conversion ('!'), "
+    "attribute ('.') or index ('['), so no record can change how a value is written"
+)
+
+
+@lru_cache(maxsize=256)
+def template_parts(source: str, entry: str = "") -> tuple[tuple[str, str | None], ...]:
+    """``source`` as (literal text, field name or None) pairs; MappingError for anything but
+    plain ``{field}`` placeholders and doubled braces. ``entry`` names the mapping entry."""
+    where = f"mapping entry {entry or source}: "
+    try:
+        parsed = list(string.Formatter().parse(source))
+    except ValueError as exc:
+        raise MappingError(
+            f"{where}template {source!r} cannot be filled (ValueError: {exc}); write plain field "
+            "names in braces, e.g. {company}: {summary}, and double a literal brace ({{ or }})"
+        ) from None
+    parts: list[tuple[str, str | None]] = []
+    for literal, name, spec, conversion in parsed:
+        if name is None:  # text after the last placeholder
+            parts.append((literal, None))
+            continue
+        problem, fix = _placeholder_problem(name, spec or "", conversion)
+        if problem:
+            shown = (
+                f"{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+            )
+            raise MappingError(
+                f"{where}placeholder {shown} {problem}; {PLAIN_RULE}; {fix}, and double a "
+                "literal brace ({{ or }})"
+            )
+        parts.append((literal, name))
+    return tuple(parts)
+
+
+def _placeholder_problem(name: str, spec: str, conversion: str | None) -> tuple[str, str]:
+    """What is wrong with one placeholder ('' when it is a plain field), and the fix."""
+    field = re.split(r"[.\[]", name, maxsplit=1)[0]
+    fix = f"write {{{field.strip()}}}" if field.strip() else "name a field, e.g. {summary}"
+    if conversion:
+        return f"has a conversion ('!{conversion}')", fix
+    if spec:
+        return f"has a format spec (':{spec}')", fix
+    if field != name:
+        kind = "an attribute" if name[len(field)] == "." else "an index"
+        return f"has {kind} ('{name[len(field) :]}')", fix
+    if not name.strip():
+        return "has no field name", fix
+    if name.isdigit():
+        return "is a position, not a field name", "name a field, e.g. {summary}"
+    return "", ""
+
+
 def resolve(source: str, record: Mapping[str, Any]) -> Any:
-    """The value a mapping source yields for one record (None when the field is absent)."""
-    if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"":
+    """The value a mapping source yields for one record (None when the field is absent). A
+    template's fields are written as they are (``str``, None as empty), never formatted."""
+    if _is_literal(source):
         return source[1:-1]
     if "{" in source:
-        try:
-            names = [n for _, n, _, _ in string.Formatter().parse(source) if n]
-            missing = [n for n in names if n not in record]
-            if missing:
-                raise MappingError(
-                    f"template {source!r} uses field(s) {missing} that the record does not "
-                    f"have; available: {sorted(record)}"
-                )
-            return source.format_map({k: "" if v is None else v for k, v in record.items()})
-        except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+        parts = template_parts(source)
+        missing = [n for _, n in parts if n is not None and n not in record]
+        if missing:
             raise MappingError(
-                f"template {source!r} cannot be filled ({type(exc).__name__}: {exc}); write "
-                "plain field names in braces, e.g. {company}: {summary}, and double a literal "
-                "brace ({{ or }})"
-            ) from None
+                f"template {source!r} uses field(s) {missing} that the record does not "
+                f"have; available: {sorted(record)}"
+            )
+        return "".join(
+            text + ("" if name is None or record[name] is None else str(record[name]))
+            for text, name in parts
+        )
     return record.get(source)
 
 

@@ -83,6 +83,7 @@ class _Deletion:
     ) -> DeletionReport:
         stored = _lookup(self.kb, doc_id, tiers)
         pm = stored.postmortem
+        doc_id = pm.id  # the stored spelling: ids are found regardless of case
         quotes = quotations(pm)
         if tiers is not None and _cascade_leaves(self.kb, pm, quotes, tiers):
             raise ConflictError(

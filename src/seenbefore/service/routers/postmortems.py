@@ -63,7 +63,7 @@ def get(doc_id: str, app: App, who: Viewer) -> PostmortemOut:
         who.principal,
         "show",
         session=who.session,
-        doc_ids=[doc_id],
+        doc_ids=[doc.postmortem.id],
         tiers=[doc.postmortem.access_tier],
     )
     return postmortem_out(doc)

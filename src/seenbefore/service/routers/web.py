@@ -372,7 +372,7 @@ def postmortem_page(request: Request, doc_id: str, app: AppDep, who: WebCaller) 
             who.principal,
             "show",
             session=who.session,
-            doc_ids=[doc_id],
+            doc_ids=[doc.postmortem.id],
             tiers=[doc.postmortem.access_tier],
         )
     except SeenbeforeError as exc:

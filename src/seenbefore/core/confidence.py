@@ -26,6 +26,14 @@ SIGNALS: tuple[str, ...] = (
     "signal_agreement",  # 1 if the signals ranking and sparse agree on the top document
     "signal_coverage",  # share of the anomaly's IDF-weighted strength the top hit records
     "type_consensus",  # share of the next three hits that are the top hit's incident type
+    # measured against the query's own scores over the KB (retrieval/standing.py)
+    "in_domain",
+    "query_coverage",
+    "sparse_z",
+    "sparse_gap",
+    "dense_z",
+    "dense_excess",
+    "overlap",
 )
 
 

@@ -38,6 +38,9 @@ BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float32]
 
 
+NEIGHBOUR_SAMPLE = 200  # documents whose nearest neighbour sets the KB's typical closeness
+
+
 @dataclass
 class CorpusIndex:
     generation: int
@@ -196,6 +199,26 @@ class CorpusIndex:
         start = int(self.doc_starts[doc])
         end = int(self.doc_starts[doc + 1]) if doc + 1 < self.n_docs else len(chunk_scores)
         return start + int(np.argmax(chunk_scores[start:end]))
+
+    def neighbour_cosine(self, sample: int = NEIGHBOUR_SAMPLE) -> float | None:
+        """The median, over up to ``sample`` documents (a fixed spread over the index), of the
+        best cosine between a document's first chunk and any chunk of another document: how
+        close the KB's documents are to each other (once per index; None without vectors)."""
+        if self.dense is None or self.has_vector is None or self.n_docs < 2:
+            return None
+        if not hasattr(self, "_neighbour"):
+            picks = np.unique(np.linspace(0, self.n_docs - 1, min(sample, self.n_docs)).astype(int))
+            rows = self.doc_starts[picks]
+            rows = rows[self.has_vector[rows]]
+            best: list[float] = []
+            if len(rows):
+                sims = self.dense[rows] @ self.dense.T  # sampled first chunks x every chunk
+                sims[:, ~self.has_vector] = -np.inf
+                for i, row in enumerate(rows):
+                    sims[i, self.chunk_doc == self.chunk_doc[row]] = -np.inf  # not itself
+                best = [float(v) for v in sims.max(axis=1) if np.isfinite(v)]
+            self._neighbour = float(np.median(best)) if best else None
+        return self._neighbour
 
     def dense_scores(
         self, query: FloatArray, filters: SearchFilters, doc_mask: BoolArray

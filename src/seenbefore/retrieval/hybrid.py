@@ -18,6 +18,7 @@ from seenbefore.core.confidence import SIGNALS, label
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
+from seenbefore.retrieval import standing
 from seenbefore.retrieval.bm25 import phrases
 from seenbefore.retrieval.corpus import (
     PASSAGE_WEIGHT,
@@ -54,6 +55,7 @@ class _Ranked:
     scores: dict[int, float]
     chunk_scores: FloatArray
     unit: str = "chunk"  # what the scores rank: "chunk" (best passage), "document", "both"
+    per_doc: FloatArray | None = None  # every document's score (the query's own distribution)
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ class HybridRetriever:
             part = np.argpartition(-per_doc[eligible], depth - 1)[:depth]
             eligible = eligible[part]
         order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d]))
-        return _Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores)
+        return _Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, per_doc=per_doc)
 
     def _rank_documents(
         self,
@@ -244,7 +246,9 @@ class HybridRetriever:
         if len(eligible) > depth:
             eligible = eligible[np.argpartition(-per_doc[eligible], depth - 1)[:depth]]
         order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), self.index.doc_ids[d]))
-        return _Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, "document")
+        return _Ranked(
+            order, {d: float(per_doc[d]) for d in order}, chunk_scores, "document", per_doc
+        )
 
     def _recency(self, fused: dict[str, float], options: SearchOptions) -> dict[str, float]:
         half_life = options.recency_half_life_days
@@ -300,7 +304,31 @@ class HybridRetriever:
                 signals["signal_agreement"] = float(sparse.order[0] == by_signals.order[0])
         if self.index.doc_phrases is not None and query.pairs:
             signals["phrase_coverage"] = self.index.doc_phrases.coverage(query.pairs, doc)
+        signals.update(self._standing(query, sparse, dense, doc))
         return signals
+
+    def _standing(
+        self, query: _Query, sparse: _Ranked | None, dense: _Ranked | None, doc: int
+    ) -> dict[str, float]:
+        """The style-proof signals (retrieval/standing.py) for top document ``doc``."""
+        out: dict[str, float] = {}
+        whole = self.index.doc_bm25
+        if whole is not None:
+            out["in_domain"], out["query_coverage"] = standing.vocabulary_signals(
+                whole, query.terms, doc
+            )
+        if sparse is not None and sparse.per_doc is not None:
+            out["sparse_z"], out["sparse_gap"] = standing.score_standing(
+                sparse.per_doc, query.doc_mask, sparse.order
+            )
+        if dense is not None and dense.per_doc is not None and dense.order:
+            z, _ = standing.score_standing(dense.per_doc, query.doc_mask, dense.order)
+            out["dense_z"] = z
+            top = float(dense.per_doc[dense.order[0]])
+            out["dense_excess"] = standing.dense_excess(top, self.index.neighbour_cosine())
+            if sparse is not None:
+                out["overlap"] = standing.overlap(sparse.order, dense.order)
+        return out
 
     def _candidates(
         self,
@@ -382,7 +410,9 @@ def _both(whole: _Ranked, best: _Ranked) -> _Ranked:
     """Whole-document and best-chunk rankings fused with equal-weight RRF."""
     fused = rrf({"document": [str(d) for d in whole.order], "chunk": [str(d) for d in best.order]})
     order = [int(d) for d in ranked(fused)][: max(len(whole.order), len(best.order))]
-    return _Ranked(order, {d: fused[str(d)] for d in order}, best.chunk_scores, "both")
+    return _Ranked(
+        order, {d: fused[str(d)] for d in order}, best.chunk_scores, "both", whole.per_doc
+    )
 
 
 def _type_consensus(types: list[str]) -> float:

@@ -22,21 +22,22 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.security import HTTPAuthorizationCredentials
+from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seenbefore
 from seenbefore.config import Settings, load_settings
-from seenbefore.errors import SeenbeforeError, StoreError
+from seenbefore.errors import StoreError
+from seenbefore.extras import available
 from seenbefore.kb import KnowledgeBase
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service import errors
 from seenbefore.service.bodylimit import BodyLimitMiddleware
-from seenbefore.service.deps import ServiceState, bearer_principal, ready
+from seenbefore.service.deps import ServiceState
+from seenbefore.service.mcp_door import BearerGate, McpDoor
 from seenbefore.service.metrics import LatencyMiddleware, ServiceMetrics
 from seenbefore.service.ratelimit import RateLimiter
 from seenbefore.service.routers import (
@@ -60,39 +61,6 @@ log = logging.getLogger(__name__)
 REQUEST_ID_HEADER = b"x-request-id"
 OPEN_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits between attempts to open a server store
 OnOpen = Callable[[KnowledgeBase], None]
-
-
-class BearerGate:
-    """``/mcp`` answers a request without a valid bearer token as ``/v1`` does (401 with
-    ``WWW-Authenticate``, or 429 once the address's failed attempts are used up) before the MCP
-    server reads it: ``initialize`` and ``tools/list`` included. Each tool call still checks its
-    token again (mcp/server.py ``bearer_caller``), for the caller's identity."""
-
-    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
-        self.app = app
-        self.state = state
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope)
-        try:
-            await run_in_threadpool(self._authenticate, request)
-        except SeenbeforeError as exc:
-            response = await errors.seenbefore_error(request, exc)
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    def _authenticate(self, request: Request) -> None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        credentials = (
-            HTTPAuthorizationCredentials(scheme=scheme, credentials=token.strip())
-            if scheme.lower() == "bearer" and token.strip()
-            else None
-        )
-        bearer_principal(self.state, request, credentials, ready(self.state))
 
 
 class RequestIdMiddleware:
@@ -203,16 +171,6 @@ def new_state(cfg: Settings) -> ServiceState:
     )
 
 
-def _mcp_server(state: ServiceState) -> Any:
-    """The MCP server for ``/mcp``, or None (logged) when the ``mcp`` package is missing."""
-    try:
-        from seenbefore.mcp.server import bearer_caller, build_server
-    except ImportError as exc:
-        log.info("no /mcp endpoint: the mcp package is not installed (%s)", exc.name)
-        return None
-    return build_server(bearer_caller(state))
-
-
 def _startup_failed(state: ServiceState, exc: Exception) -> bool:
     """Record why opening failed on /readyz and in the log; True when it is a database server
     that does not answer (the service stays up and ``keep_opening`` retries), False when the
@@ -258,7 +216,7 @@ def create_app(
     it then calls ``on_fatal`` (``seenbefore serve`` stops the server)."""
     cfg = settings or load_settings()
     service = new_state(cfg)
-    mcp_server = _mcp_server(service)
+    door = McpDoor(service) if available("mcp") else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -272,12 +230,12 @@ def create_app(
                 if not _startup_failed(service, exc):
                     raise
                 task = asyncio.create_task(keep_opening(service, kb, on_open))
+        opening = asyncio.create_task(door.serve()) if door is not None else None
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                if mcp_server is not None:  # the streamable-HTTP sessions live with the app
-                    await stack.enter_async_context(mcp_server.session_manager.run())
-                yield
+            yield
         finally:
+            if door is not None and opening is not None:
+                await door.stop(opening)
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -316,12 +274,8 @@ def create_app(
         web,
     ):
         app.include_router(module.router)
-    if mcp_server is not None:
-        # /mcp: streamable HTTP (stateless, JSON answers); each call authenticates its bearer token
-        mcp_http = mcp_server.streamable_http_app(
-            streamable_http_path="/mcp", stateless_http=True, json_response=True
-        )
-        gated = BearerGate(mcp_http, service)
+    if door is not None:  # /mcp: a bearer token first, then the MCP server (service/mcp_door.py)
+        gated = BearerGate(door, service)
         app.router.routes.append(Route("/mcp", endpoint=gated, include_in_schema=False))
     app.add_middleware(LatencyMiddleware, metrics=service.metrics)
     app.add_middleware(BodyLimitMiddleware, max_bytes=cfg.max_request_bytes)  # before auth

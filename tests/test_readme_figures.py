@@ -443,10 +443,34 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
     ),
     (
         "CLI row: ingest wall time and chunks/s, both runtimes",
-        lambda: "ingest of the 71 samples {:.1f} s vs {:.1f} s ({:.0f} chunks/s both".format(
+        lambda: "ingest of the 71 samples {:.1f} s vs {:.1f} s ({:.0f} and {:.0f} chunks/s".format(
             _runtime(_load("cli_latency.json"), "onnx")["ingest_s"],
             _runtime(_load("cli_latency.json"), "torch")["ingest_s"],
             _runtime(_load("cli_latency.json"), "onnx")["ingest_chunks_per_s"],
+            _runtime(_load("cli_latency.json"), "torch")["ingest_chunks_per_s"],
+        ),
+        RESULTS_PAGE,
+    ),
+    (
+        "CLI row: cold MCP start",
+        lambda: (
+            "a cold `seenbefore mcp` (new home, empty model cache) answers `initialize` in "
+            "{initialize_s:.2f} s and `tools/list` in {tools_list_s:.2f} s; its first tool call, "
+            "which exports MiniLM, in {first_call_s:.1f} s"
+        ).format(**_load("cli_latency.json")["mcp_cold"]),
+        RESULTS_PAGE,
+    ),
+    (
+        "CLI row: serve start",
+        lambda: (
+            "a new `seenbefore serve` answers `/healthz` in {:.2f} s and is ready in {:.2f} s "
+            "(with `--sample`, which ingests 71 postmortems behind the socket: {:.2f} s and {:.1f} s)"
+        ).format(
+            *(
+                r[k]
+                for r in _load("cli_latency.json")["serve_start"]
+                for k in ("healthz_s", "readyz_s")
+            )
         ),
         RESULTS_PAGE,
     ),

@@ -62,6 +62,8 @@ from realtext import aws_events, aws_markdown, build_kb, novelty_split
 from seenbefore.core.confidence import auroc, expected_calibration_error
 from seenbefore.evaluation.cases import Case, load_cases
 from seenbefore.evaluation.external import category_cases
+from seenbefore.evaluation.fitting import FALSE_NONE
+from seenbefore.evaluation.selfcal import self_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters
@@ -98,6 +100,8 @@ class Outcome:
     verdict: str = ""
     novel: bool = False
     signals: dict[str, float] = field(default_factory=dict)
+    top_bm25: float = 0.0  # the sparse mode's top score (what the naive baseline thresholds)
+    naive: str = ""  # the naive baseline's verdict
 
     def right(self, mode: str = "default") -> bool:
         return self.tops.get(mode) in self.query.precedents
@@ -194,6 +198,32 @@ def scifact_docs(data: Path, folder: Path, n: int = 1000) -> Path:
     return folder
 
 
+# -- the naive baseline -------------------------------------------------------------------------
+def naive_threshold(kb: KnowledgeBase) -> float:
+    """A threshold on the top BM25 score fitted on the KB's own self-made cases (the same
+    cases, styles and operating point our model is fitted with): the score below which only
+    ``FALSE_NONE`` of the cases whose precedent sparse ranks first fall. Above it the baseline
+    says "precedent found", below it "no precedent"."""
+    fit, held, tiers = self_cases(kb)
+    scores = []
+    for made in (*fit, *held):
+        c = made.case
+        filters = SearchFilters(tiers=tuple(tiers), exclude_ids=c.exclude)
+        result = kb.search(c.query, filters, SearchOptions(k=1, mode="sparse"))
+        if result.candidates and result.candidates[0].doc_id in c.relevant:
+            hit = result.candidates[0].retrievers.get("sparse")
+            scores.append(hit.score if hit is not None else 0.0)
+    if not scores:
+        return float("inf")
+    scores.sort()
+    return scores[int(FALSE_NONE * len(scores))]
+
+
+def apply_naive(outcomes: Sequence[Outcome], threshold: float) -> None:
+    for o in outcomes:
+        o.naive = "precedent found" if o.top_bm25 >= threshold else "no precedent"
+
+
 # -- running -----------------------------------------------------------------------------------
 def run(kb: KnowledgeBase, queries: Sequence[Query], dense: bool) -> list[Outcome]:
     modes = {"default": SearchOptions(k=10), "sparse": SearchOptions(k=20, mode="sparse")}
@@ -207,6 +237,9 @@ def run(kb: KnowledgeBase, queries: Sequence[Query], dense: bool) -> list[Outcom
             result = kb.search(q.text, filters, options)
             o.tops[mode] = result.candidates[0].doc_id if result.candidates else None
             o.rankings[mode] = [c.doc_id for c in result.candidates]
+            if mode == "sparse" and result.candidates:
+                hit = result.candidates[0].retrievers.get("sparse")
+                o.top_bm25 = hit.score if hit is not None else 0.0
             if mode == "default":
                 o.p = result.confidence
                 o.novel = result.novel
@@ -252,7 +285,18 @@ def cell(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "ece": round(expected_calibration_error(ps, labels), 4) if n else None,
         "auroc": None if area != area else round(area, 4),
         "mean_p": round(sum(ps) / n, 4) if n else None,
+        "naive": {  # the top-BM25-threshold baseline on the same queries (sparse's top result)
+            "false_no_precedent_when_first": naive_share(
+                [o for o in with_p if o.right("sparse")], "no precedent"
+            ),
+            "no_precedent_when_none": naive_share(without, "no precedent"),
+            "found_when_none": naive_share(without, "precedent found"),
+        },
     }
+
+
+def naive_share(rows: Sequence[Outcome], verdict: str) -> float | None:
+    return round(sum(o.naive == verdict for o in rows) / len(rows), 4) if rows else None
 
 
 def dump(path: Path, name: str, outcomes: Sequence[Outcome]) -> None:
@@ -269,6 +313,8 @@ def dump(path: Path, name: str, outcomes: Sequence[Outcome]) -> None:
                         "p": o.p,
                         "verdict": o.verdict,
                         "signals": o.signals,
+                        "top_bm25": o.top_bm25,
+                        "naive": o.naive,
                         "precedents": sorted(o.query.precedents),
                         "rankings": o.rankings,
                     }
@@ -295,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     off = offtopic_queries(claims)
     events = aws_events(args.shared / "postmortems" / "aws_status_events.jsonl")
     cells: dict[str, dict[str, Any]] = {}
+    naive: dict[str, float] = {}  # per KB: the baseline's fitted top-BM25 threshold
     if args.dump:
         args.dump.write_text("")
     with tempfile.TemporaryDirectory(prefix="seenbefore-verdict-") as scratch:
@@ -303,6 +350,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         def measure(name: str, kb: KnowledgeBase, queries: Sequence[Query]) -> None:
             console.print(f"[bold]{name}[/]: {len(queries)} queries")
             outcomes = run(kb, queries, dense)
+            threshold = naive_threshold(kb)
+            apply_naive(outcomes, threshold)
+            naive[name] = round(threshold, 4)
             if args.dump:
                 dump(args.dump, name, outcomes)
             for style in sorted({o.query.style for o in outcomes}):
@@ -363,7 +413,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             kb.close()
     show(cells)
     if args.write:
-        record = {**provenance("benchmarks/verdict.py", argv), "cells": cells}
+        record = {
+            **provenance("benchmarks/verdict.py", argv),
+            "naive_thresholds": naive,
+            "cells": cells,
+        }
         console.print(f"wrote {write_results(RESULTS / 'verdict.json', record)}")
     return 0
 
@@ -381,6 +435,7 @@ def show(cells: dict[str, dict[str, Any]]) -> None:
         "ECE",
         "AUROC",
         "mean p",
+        "naive fNP/NP/found",
     )
     for c in cols:
         table.add_column(c, justify="right" if c != "cell" else "left")
@@ -401,6 +456,14 @@ def show(cells: dict[str, dict[str, Any]]) -> None:
             f(c["ece"]),
             f(c["auroc"]),
             f(c["mean_p"]),
+            "/".join(
+                f(c["naive"][k])
+                for k in (
+                    "false_no_precedent_when_first",
+                    "no_precedent_when_none",
+                    "found_when_none",
+                )
+            ),
         )
     console.print(table)
 

@@ -125,10 +125,11 @@ class GateReport:
 
 @dataclass(frozen=True)
 class ModelFit:
-    """Which confidence model scored a search: its novelty threshold, held-out figures and
+    """Which confidence model scored a search: its verdict thresholds, held-out figures and
     the one line that says how the live model was fitted."""
 
-    threshold: float
+    lo: float
+    hi: float
     held_out: Any
     live: str
 
@@ -149,9 +150,10 @@ class SearchResult:
     rrf_k: int = 0
     sparse_unit: str | None = None  # None when the sparse half did not run
     gate: GateReport | None = None
-    confidence: float = 0.0
+    confidence: float = 0.0  # p_precedent: calibrated P(the top result is a precedent)
     confidence_label: str = ""
-    novel: bool = False
+    novel: bool = False  # True exactly when the verdict is "no precedent"
+    verdict: str = ""  # core.confidence.VERDICTS: found / possible — check / none
     signals: dict[str, float] = field(default_factory=dict)
     confidence_model: str | None = None  # the model's source
     recency: dict[str, float] = field(default_factory=dict)  # doc id -> boost, top k only
@@ -175,7 +177,9 @@ class SearchResult:
             "sparse_unit": self.sparse_unit,
             "gate": self.gate.as_dict(),
             "confidence": self.confidence,
+            "p_precedent": self.confidence,
             "confidence_label": self.confidence_label,
+            "verdict": self.verdict,
             "novel": self.novel,
             "signals": dict(self.signals),
             "confidence_model": self.confidence_model,
@@ -187,7 +191,8 @@ class SearchResult:
         if self.confidence_model_fit is not None:
             fit = self.confidence_model_fit
             out["confidence_model_fit"] = {
-                "threshold": fit.threshold,
+                "lo": fit.lo,
+                "hi": fit.hi,
                 "held_out": fit.held_out,
                 "live": fit.live,
             }

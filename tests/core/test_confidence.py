@@ -4,6 +4,9 @@ import math
 import pytest
 
 from seenbefore.core.confidence import (
+    FOUND,
+    NONE,
+    POSSIBLE,
     SIGNALS,
     ConfidenceModel,
     auroc,
@@ -15,7 +18,8 @@ from seenbefore.core.confidence import (
 MODEL = ConfidenceModel(
     {"sparse_coverage": 2.0, "sparse_margin": 1.0, "dense_cosine": 3.0, "agreement": 0.5},
     bias=-3.0,
-    threshold=0.4,
+    lo=0.4,
+    hi=0.7,
 )
 
 
@@ -43,9 +47,27 @@ def test_negative_weights_and_unknown_signals_are_refused() -> None:
         ConfidenceModel({"bm25_raw": 1.0}, 0.0)
 
 
-def test_novel_is_below_threshold_and_roundtrip() -> None:
-    assert MODEL.is_novel(0.39) and not MODEL.is_novel(0.4)
+def test_three_verdicts_from_the_one_number_and_roundtrip() -> None:
+    assert [MODEL.verdict(p) for p in (0.39, 0.4, 0.41, 0.69, 0.7, 0.95)] == [
+        NONE,
+        NONE,
+        POSSIBLE,
+        POSSIBLE,
+        FOUND,
+        FOUND,
+    ]
+    assert MODEL.is_novel(0.4) and not MODEL.is_novel(0.41)
     assert ConfidenceModel.from_dict(MODEL.as_dict()) == MODEL
+    with pytest.raises(ValueError, match="lo < hi"):
+        ConfidenceModel({}, 0.0, lo=0.6, hi=0.5)
+
+
+def test_a_model_stored_before_three_states_keeps_its_threshold_as_lo() -> None:
+    old = {"weights": {"sparse_margin": 1.0}, "bias": 0.0, "threshold": 0.35}
+    model = ConfidenceModel.from_dict(old)
+    assert (model.lo, model.hi) == (0.35, 0.6)
+    high = ConfidenceModel.from_dict({**old, "threshold": 0.9})
+    assert high.lo < high.hi == 1.0
     assert [label(p) for p in (0.9, 0.6, 0.3, 0.1)] == ["high", "medium", "low", "very low"]
 
 
@@ -70,16 +92,11 @@ def test_isotonic_knots_pool_violators_and_shrink_toward_the_raw_score() -> None
     assert recalibrate(0.3, ()) == 0.3
 
 
-def test_a_model_round_trips_with_its_recalibration_and_precedent_model() -> None:
+def test_a_model_round_trips_with_its_recalibration_and_the_verdict_reads_the_one_number() -> None:
     model = ConfidenceModel(
-        {"sparse_coverage": 2.0},
-        -1.0,
-        0.3,
-        calibration=((0.1, 0.05), (0.9, 0.8)),
-        precedent={"weights": {"sparse_coverage": 4.0}, "bias": -2.0, "threshold": 0.5},
+        {"sparse_coverage": 2.0}, -1.0, 0.3, 0.7, calibration=((0.1, 0.05), (0.9, 0.8))
     )
     assert ConfidenceModel.from_dict(model.as_dict()) == model
-    # the verdict follows the precedent model: sigmoid(-2 + 4 * 0.4) < 0.5, sigmoid(0.4) > 0.5
-    assert model.is_novel(0.99, {"sparse_coverage": 0.4}) is True
-    assert model.is_novel(0.01, {"sparse_coverage": 0.6}) is False
-    assert model.is_novel(0.2) is True  # without signals: confidence below threshold
+    p = model.predict({"sparse_coverage": 0.4})  # recalibrated sigmoid(-0.2)
+    assert model.verdict(p) == ("no precedent" if p <= 0.3 else "possible precedent — check")
+    assert model.verdict(0.7) == "precedent found" and model.is_novel(0.3)

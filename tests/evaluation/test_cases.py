@@ -75,19 +75,19 @@ def test_nonnegative_logistic_fit() -> None:
 def test_fit_confidence_separates_good_and_bad_runs() -> None:
     case_ok, case_novel = Case("ok", "q", expected=("A",)), Case("nv", "q", expect_novel=True)
     runs = [
-        CaseRun(case_ok, "sparse", ["A"], {"sparse_coverage": 0.8 + i / 100}) for i in range(10)
+        CaseRun(case_ok, "sparse", ["A"], {"passage_coverage": 0.8 + i / 100}) for i in range(10)
     ]
     runs += [
-        CaseRun(case_novel, "sparse", ["Z"], {"sparse_coverage": 0.2 + i / 100}) for i in range(10)
+        CaseRun(case_novel, "sparse", ["Z"], {"passage_coverage": 0.2 + i / 100}) for i in range(10)
     ]
     model = fit_confidence(runs, "test")
     assert (
-        model.predict({"sparse_coverage": 0.9})
+        model.predict({"passage_coverage": 0.9})
         > 0.7
         > 0.3
-        > model.predict({"sparse_coverage": 0.2})
+        > model.predict({"passage_coverage": 0.2})
     )
-    assert not model.is_novel(model.predict({"sparse_coverage": 0.85}))
-    assert model.is_novel(model.predict({"sparse_coverage": 0.2}))
-    with pytest.raises(ValueError, match="right and where it is not"):
+    assert not model.is_novel(model.predict({"passage_coverage": 0.85}))
+    assert model.is_novel(model.predict({"passage_coverage": 0.2}))
+    with pytest.raises(ValueError, match="is a precedent and cases where not"):
         fit_confidence(runs[:10], "only good")

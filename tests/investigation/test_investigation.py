@@ -154,6 +154,17 @@ def test_novel_draft_says_so_and_lists_what_was_searched(kb: KnowledgeBase) -> N
     draft = OfflineReporter().draft(evidence)
     assert draft.novel and draft.cited_incidents == []
     assert "No postmortem among the 2 visible" in draft.hypothesis and "gpu" in draft.hypothesis
+    assert draft.verdict == "no precedent"
+
+
+def test_a_no_precedent_draft_lists_the_nearest_marked_not_matching() -> None:
+    from tests.investigation.test_llm_reporter import evidence, item
+
+    found = evidence(item("INC-1"), item("INC-2"), item("INC-3"), item("INC-4"), novel=True)
+    draft = OfflineReporter().draft(found)
+    assert draft.novel and draft.verdict == "no precedent" and draft.cited_incidents == []
+    assert "listed for reference and not matching: INC-1" in draft.hypothesis
+    assert "INC-3" in draft.hypothesis and "INC-4" not in draft.hypothesis  # the nearest three
 
 
 def test_old_precedent_gets_a_staleness_note(kb: KnowledgeBase) -> None:

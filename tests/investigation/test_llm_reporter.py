@@ -114,7 +114,8 @@ def test_a_valid_answer_is_accepted_and_its_usage_recorded(serve: Serve) -> None
     server, llm = serve([chat(answer(), prompt_tokens=321, completion_tokens=55)])
     draft = LLMReporter(llm).draft(evidence())
     assert draft.cited_incidents == ["INC-1"]
-    assert draft.confidence == 0.6 and draft.confidence_label == "medium"
+    # one number everywhere: the draft's confidence is the retrieval's, whatever the model wrote
+    assert draft.confidence == 0.7 and draft.retrieval_trace["model_confidence_ignored"] == 0.6
     assert draft.hypothesis.startswith("As in INC-1")
     assert "fake-model" in draft.drafted_by and OFFLINE_LABEL not in draft.drafted_by
     assert draft.advisory == Draft.model_fields["advisory"].default
@@ -187,11 +188,11 @@ def test_invented_citations_are_dropped_and_marked(serve: Serve) -> None:
     assert any("INC-404" in m and "removed" in m for m in draft.missing_information)
 
 
-def test_confidence_is_capped_at_the_evidence_confidence(serve: Serve) -> None:
+def test_the_models_confidence_never_replaces_the_evidence_confidence(serve: Serve) -> None:
     _, llm = serve([chat(answer(confidence=0.95, confidence_label="high"))])
     draft = LLMReporter(llm).draft(evidence(confidence=0.4))
     assert draft.confidence == 0.4 and draft.confidence_label == "low"
-    assert draft.retrieval_trace["confidence_clamped"] == {"model": 0.95, "evidence": 0.4}
+    assert draft.retrieval_trace["model_confidence_ignored"] == 0.95
 
 
 def test_a_timeout_falls_back(serve: Serve) -> None:
@@ -288,7 +289,8 @@ def test_novel_evidence_keeps_the_draft_novel_and_code_fences_are_tolerated() ->
     llm = ScriptedLLM(["```json\n" + answer(novel=False) + "\n```"], model="tiny")
     draft = LLMReporter(llm).draft(evidence(confidence=0.2, novel=True))
     assert draft.novel and draft.confidence == 0.2 and draft.confidence_label == "very low"
-    assert draft.retrieval_trace["novel_overridden"] is True
+    assert draft.retrieval_trace["model_novel_ignored"] is False
+    assert draft.verdict == "no precedent"
     assert "tiny" in draft.drafted_by and len(llm.calls) == 1
 
 

@@ -81,7 +81,7 @@ def check_general_view(seen: dict[str, Any]) -> None:
     assert seen["names"] >= TOOLS
     found = seen["found"]
     assert found["results"][0]["id"] == "POOL-1"
-    assert found["verdict"] in ("precedent found", "no precedent")
+    assert found["verdict"] in ("precedent found", "possible precedent — check", "no precedent")
     assert isinstance(found["confidence"], float) and 0 <= found["confidence"] <= 1
     assert found["results"][0]["matched_by"]
     ids = {r["id"] for r in seen["vault"]["results"]}

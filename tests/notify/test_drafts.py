@@ -37,11 +37,16 @@ def test_slack_draft_is_a_threaded_block_kit_reply() -> None:
     blocks = payload["blocks"]
     assert [b["type"] for b in blocks] == ["header", "section", "section", "context"]
     assert "*Top precedent*\nINC-2021-006" in blocks[1]["fields"][0]["text"]
-    assert "0.72 (medium)" in blocks[1]["fields"][1]["text"]
+    # a draft stored before the three states (no verdict field) reads "possible precedent — check"
+    assert "0.72 (possible precedent — check)" in blocks[1]["fields"][1]["text"]
+    found = slack_payload(
+        Notification(anomaly, "sig", draft={**DRAFT, "verdict": "precedent found"})
+    )
+    assert "0.72 (precedent found)" in found["blocks"][1]["fields"][1]["text"]
     assert blocks[2]["text"]["text"] == "Connections held by slow calls."
     novel = slack_payload(Notification(anomaly, "sig", draft={**DRAFT, "novel": True}))
     assert novel["blocks"][0]["text"]["text"].startswith("No precedent")
-    assert "no credible precedent" in novel["blocks"][1]["fields"][0]["text"]
+    assert "no postmortem in the knowledge base matches" in novel["blocks"][1]["fields"][0]["text"]
     assert "thread_ts" not in novel
 
 

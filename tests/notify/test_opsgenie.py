@@ -121,14 +121,15 @@ def test_a_draft_is_a_note_on_the_open_alert() -> None:
         "cited_incidents": ["INC-2021-006"],
         "confidence": 0.72,
         "confidence_label": "medium",
+        "verdict": "precedent found",
         "drafted_by": "drafted without a language model",
     }
     path, body = opsgenie_request(Notification(make_anomaly(), SIGNATURE, draft=draft))
     assert path == f"/v2/alerts/{ALIAS}/notes?identifierType=alias"
     assert body == {
         "source": "seenbefore",
-        "note": "Seen before? Top precedent: INC-2021-006\n"
-        "Confidence: 0.72 (medium)\n"
+        "note": "Precedent found: INC-2021-006\n"
+        "p_precedent 0.72 (precedent found)\n"
         "Hypothesis: Connections held by slow calls.\n"
         "drafted without a language model · advisory: a person decides",
     }

@@ -27,6 +27,7 @@ DRAFT = {
     "confidence": 0.72,
     "confidence_label": "medium",
     "novel": False,
+    "verdict": "precedent found",
     "drafted_by": "drafted without a language model",
 }
 
@@ -100,15 +101,19 @@ def test_draft_follows_as_a_second_card() -> None:
     card = teams_payload(Notification(make_anomaly(), SIGNATURE, draft=DRAFT))
     body = card["attachments"][0]["content"]["body"]
     assert [b["type"] for b in body] == ["TextBlock", "FactSet", "RichTextBlock", "TextBlock"]
-    assert body[0]["text"] == "Seen before? Draft for the checkout anomaly"
+    assert body[0]["text"] == "Precedent found for the checkout anomaly"
     assert body[1]["facts"] == [
         {"title": "Top precedent", "value": "INC-2021-006"},
-        {"title": "Confidence", "value": "0.72 (medium)"},
+        {"title": "Verdict", "value": "p_precedent 0.72 (precedent found)"},
     ]
     assert body[2]["inlines"] == [{"type": "TextRun", "text": "Connections held by slow calls."}]
-    novel = teams_payload(Notification(make_anomaly(), SIGNATURE, draft=DRAFT | {"novel": True}))
+    novel = teams_payload(
+        Notification(
+            make_anomaly(), SIGNATURE, draft=DRAFT | {"novel": True, "verdict": "no precedent"}
+        )
+    )
     facts = novel["attachments"][0]["content"]["body"][1]["facts"]
-    assert facts[0]["value"] == "none: no credible precedent in the knowledge base"
+    assert facts[0]["value"] == "none: no postmortem in the knowledge base matches"
 
 
 def test_long_signature_is_cut_to_3000_characters() -> None:

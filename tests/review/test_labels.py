@@ -1,5 +1,6 @@
 """Review decisions become calibration labels, and `calibrate --from-reviews` refits confidence
-from them: approvals raise the confidence the next investigation reports, dismissals lower it."""
+from them, kept only when the refit beats the live model on held-out labels: dismissals of tops
+the live model trusted lower the confidence the next investigation reports."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import from_text
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review import ReviewWorkflow
-from seenbefore.review.labels import fit_from_reviews, labels
+from seenbefore.review.labels import fit_from_reviews, labels, reviewed_figures
 from seenbefore.security.tokens import Principal
 from tests.review.conftest import ALL_TIERS, CERT, make_settings
 
@@ -71,11 +72,20 @@ def test_labels_move_the_next_investigations_confidence(
     assert "too few to fit alone" in outputs["approved"]
     assert "self-test cases" in outputs["approved"]
     after_approved, after_dismissed = probe(homes["approved"]), probe(homes["dismissed"])
-    assert after_approved != before
+    # the precedence rule: a refit replaces the live model only by beating it on the held-out
+    # half of the labels. Dismissals contradict the live model (it called those tops precedents),
+    # so their refit wins and lowers the probe; approvals agree with it, so it stays and says so
+    assert "vs the live model's" in outputs["dismissed"]
+    assert after_dismissed < before
+    if "the live model stays" in outputs["approved"]:
+        assert after_approved == before
+    else:
+        assert after_approved >= before
     assert after_approved > after_dismissed
 
 
 def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) -> None:
+    assert reviewed_figures(kb) is None
     with pytest.raises(ValueError, match="no review decisions"):
         fit_from_reviews(kb, tiers=ALL_TIERS)
     settings = make_settings(kb.settings.home, review_max_rounds=1)
@@ -87,6 +97,10 @@ def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) ->
         wf.approve(review.id, reviewer=alice)
     report = fit_from_reviews(kb, tiers=ALL_TIERS, persist=False, min_labels=2)
     assert report["labels"] == 3
+    # stats shows the live model on what reviewers decided, beside its self-made figures
+    seen = reviewed_figures(kb)
+    assert seen is not None and seen["sparse"]["cases"] == 3
+    assert seen["sparse"]["right_first"] == 1  # the approval; both dismissals are label 0
     assert any("right_precedent_wrong_cause left out" in n for n in report["notes"])
     model = report["models"]["sparse"]
     assert (model["review_labels"], model["positive"]) == (2, 1)

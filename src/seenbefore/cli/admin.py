@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -74,6 +74,7 @@ def stats(
     with open_kb() as kb:
         s = kb.store.stats(tiers)
         dense = kb.status(tiers)
+        reviewed = _reviewed(kb)
     payload = {
         "path": s.path,
         "tiers": list(tiers),
@@ -87,6 +88,7 @@ def stats(
         "schema_version": s.schema_version,
         "generation": s.generation,
         **dense,
+        "on_reviewed_queries": reviewed,
     }
     if as_json:
         print_json(payload)
@@ -106,10 +108,26 @@ def stats(
         "lsa_staleness",
         "fallback_reason",
         "confidence_model",
+        "on_reviewed_queries",
     ):
         if payload.get(key) is not None:  # escaped: 'seenbefore[lsa]' in a reason is not markup
             table.add_row(key, escape(str(payload[key])))
     console.print(table)
+
+
+def _reviewed(kb: Any) -> str | None:
+    """The live model's figures on reviewed queries, one line per mode (None before reviews)."""
+    from seenbefore.review.labels import reviewed_figures
+
+    figures = reviewed_figures(kb)
+    if not figures:
+        return None
+    return "; ".join(
+        f"{key}: {f.get('cases')} reviewed, {f.get('right_first')} confirmed; false 'no "
+        f"precedent' {f.get('false_no_precedent_when_first')}, 'found' when dismissed "
+        f"{f.get('found_when_wrong')}, ECE {f.get('ece')}"
+        for key, f in figures.items()
+    )
 
 
 def backup(path: Annotated[Path, typer.Argument(help="new file to write the copy to")]) -> None:

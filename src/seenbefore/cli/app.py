@@ -8,7 +8,17 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from seenbefore.cli import admin, detect, evaluate, ingest, investigate, migrate, search, serve
+from seenbefore.cli import (
+    admin,
+    calibrate,
+    detect,
+    evaluate,
+    ingest,
+    investigate,
+    migrate,
+    search,
+    serve,
+)
 from seenbefore.cli.common import err_console
 from seenbefore.cli.embedder import embedder_app
 from seenbefore.cli.mcp import mcp
@@ -45,7 +55,7 @@ app.command()(admin.delete)
 app.command()(admin.stats)
 app.command()(admin.backup)
 app.command()(admin.restore)
-app.command()(evaluate.calibrate)
+app.command()(calibrate.calibrate)
 app.command("eval")(evaluate.eval_command)
 app.command("detect")(detect.detect_command)
 app.command()(detect.watch)

@@ -1,4 +1,4 @@
-"""`seenbefore calibrate`: fit the gate's weight and the confidence models from labelled cases."""
+"""`seenbefore eval`: the golden (or any) cases through the whole path, with figures and history."""
 
 from __future__ import annotations
 
@@ -10,17 +10,13 @@ import typer
 from rich.table import Table
 
 from seenbefore.cli.common import (
-    caller_tiers,
     console,
-    open_kb,
     print_json,
     print_wide,
     settings,
 )
 from seenbefore.cli.ingest import progress_bar
-from seenbefore.cli.search import TierOption
 from seenbefore.errors import InputError
-from seenbefore.evaluation.calibrate import calibrate as fit
 from seenbefore.evaluation.cases import Case, load_cases
 from seenbefore.evaluation.harness import EvalReport, evaluate
 from seenbefore.evaluation.metrics import token_overlap
@@ -44,101 +40,6 @@ from seenbefore.evaluation.suite import build_suite, default_kb_dir, sample_file
 from seenbefore.investigation.llm import llm_from_settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.parsing import read_text
-
-
-def calibrate(
-    cases: Annotated[Path | None, typer.Argument(help="directory of case YAML files")] = None,
-    self_test: Annotated[
-        bool, typer.Option("--self-test", help="build cases from the knowledge base itself")
-    ] = False,
-    from_reviews: Annotated[
-        bool, typer.Option("--from-reviews", help="refit confidence from review decisions")
-    ] = False,
-    tier: TierOption = None,
-    seed: Annotated[int, typer.Option(help="seed of the fit / held-out split")] = 0,
-    dry_run: Annotated[bool, typer.Option(help="report only; do not persist")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Choose the dense weight and fit confidence on one split of CASES; report the other."""
-    if [cases is not None, self_test, from_reviews].count(True) != 1:
-        raise InputError("give a CASES directory, --self-test or --from-reviews (one of the three)")
-    tiers = caller_tiers(tier)
-    if from_reviews:
-        _calibrate_from_reviews(tiers, persist=not dry_run, as_json=as_json)
-        return
-    with open_kb() as kb:
-        labelled = self_test_cases(kb.store, tiers) if self_test else load_cases(cases)
-        label = "self-test" if self_test else f"cases in {cases}"
-        try:
-            report = fit(kb, labelled, tiers=tiers, label=label, seed=seed, persist=not dry_run)
-        except ValueError as exc:
-            raise InputError(f"cannot calibrate from {len(labelled)} cases: {exc}") from exc
-        status = kb.status()
-    if as_json:
-        print_json({"report": report, "status": status})
-        return
-    console.print(
-        f"{report['cases']} cases: fitted on {report['fit_cases']}, "
-        f"reported on {report['held_out_cases']} held out (seed {seed})"
-    )
-    if "weights" in report:
-        console.print(
-            f"dense weight for {report['family']}: {report['weights']['dense']} — "
-            f"{report['weights']['source']}"
-        )
-    table = Table(title="held-out calibration")
-    for col in ("model", "hit@1", "ECE", "Brier", "AUROC", "novel P", "novel R", "threshold"):
-        table.add_column(col)
-    for key, model in report["confidence"].items():
-        m = model["metrics"]["held_out"]
-        table.add_row(
-            key,
-            *(
-                str(m[k])
-                for k in (
-                    "hit_at_1",
-                    "ece",
-                    "brier",
-                    "auroc_precedent_vs_none",
-                    "novel_precision",
-                    "novel_recall",
-                )
-            ),
-            str(model["threshold"]),
-        )
-    print_wide(table)
-    console.print("persisted with the knowledge base" if not dry_run else "dry run: nothing saved")
-
-
-def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: bool) -> None:
-    from seenbefore.review.labels import fit_from_reviews
-
-    with open_kb() as kb:
-        try:
-            report = fit_from_reviews(kb, tiers=tiers, persist=persist)
-        except ValueError as exc:
-            raise InputError(f"cannot calibrate from reviews: {exc}") from exc
-    if as_json:
-        print_json({"report": report})
-        return
-    console.print(f"{report['labels']} review decisions recorded")
-    for note in report["notes"]:
-        console.print(f"[yellow]{note}[/]")
-    table = Table(title="confidence refitted from reviews")
-    for col in ("model", "review labels", "positive", "self-test cases", "threshold", "weights"):
-        table.add_column(col)
-    for key, m in report["models"].items():
-        weights = ", ".join(f"{k} {v:.2f}" for k, v in m["weights"].items()) or "-"
-        table.add_row(
-            key,
-            str(m["review_labels"]),
-            str(m["positive"]),
-            str(m["self_test_cases"]),
-            str(m["threshold"]),
-            weights,
-        )
-    print_wide(table)
-    console.print("persisted with the knowledge base" if persist else "dry run: nothing saved")
 
 
 def _overlaps(cases: list[Case], kb: KnowledgeBase, tiers: tuple[str, ...]) -> dict[str, float]:

@@ -12,6 +12,7 @@ from rich.panel import Panel
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
 from seenbefore.cli.search import TierOption
 from seenbefore.cli.security import record_local
+from seenbefore.core.confidence import FOUND, NONE, verdict_of
 from seenbefore.errors import InputError
 from seenbefore.investigation.factory import make_reporter, make_rewriter
 from seenbefore.investigation.investigator import Investigator
@@ -110,7 +111,8 @@ def _evidence_line(trace: dict[str, Any]) -> str:
 
 
 def render_draft(draft: Draft) -> None:
-    style = "red" if draft.novel else ("green" if draft.confidence >= 0.5 else "yellow")
+    verdict = verdict_of(draft.model_dump())
+    style = {NONE: "red", FOUND: "green"}.get(verdict, "yellow")
     body = [f"[bold]{draft.summary}[/]", "", draft.hypothesis]
     if draft.withheld:  # flagged as possible prompt injection: not quoted, said so
         body += [""] + [f"[yellow]⚠ {escape(w.note)}[/]" for w in draft.withheld]
@@ -128,14 +130,14 @@ def render_draft(draft: Draft) -> None:
     body += [
         "",
         f"[dim]cited: {', '.join(draft.cited_incidents) or '-'}; "
-        f"confidence {draft.confidence:.2f} ({draft.confidence_label}); {draft.drafted_by}. "
+        f"p_precedent {draft.confidence:.2f} ({verdict}); {draft.drafted_by}. "
         f"{draft.advisory}[/]",
     ]
     console.print(
         Panel(
             "\n".join(body),
             border_style=style,
-            title="no precedent" if draft.novel else "seen before?",
+            title=verdict,
         )
     )
 

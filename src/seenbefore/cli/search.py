@@ -14,6 +14,7 @@ from rich.table import Table
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
 from seenbefore.cli.security import record_local
+from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
 from seenbefore.limits import check_filters, check_k, check_query, empty_reason
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
@@ -111,6 +112,12 @@ def search(
         render_explain(result)
 
 
+def verdict_markup(verdict: str) -> str:
+    """The verdict's words, the same on every surface, coloured for the terminal."""
+    style = {FOUND: "bold green", POSSIBLE: "bold yellow", NONE: "bold red"}.get(verdict, "bold")
+    return f"[{style}]{verdict.upper() if verdict == NONE else verdict}[/]"
+
+
 def render_result(result: SearchResult, emptied: str | None = None) -> None:
     """``emptied``: which filter left nothing to search (:func:`seenbefore.limits.empty_reason`)."""
     if not result.candidates:
@@ -119,11 +126,13 @@ def render_result(result: SearchResult, emptied: str | None = None) -> None:
         else:
             console.print("no matching postmortems (nothing shared enough words with the query)")
         return
-    verdict = "[bold red]NO PRECEDENT (novel)[/]" if result.novel else "precedent found"
     console.print(
-        f"[dim]{result.mode} search, {len(result.candidates)} results[/] — {verdict}, confidence "
-        f"{result.confidence:.2f} ({result.confidence_label or '?'})"
+        f"[dim]{result.mode} search, {len(result.candidates)} results[/] — "
+        f"{verdict_markup(result.verdict)}, p_precedent {result.confidence:.2f}",
+        soft_wrap=True,
     )
+    if result.verdict == NONE:
+        console.print("[dim]the nearest postmortems, none of them a match:[/]")
     for rank, c in enumerate(result.candidates, 1):
         when = c.date.isoformat() if c.date else "undated"
         stale = (
@@ -148,12 +157,17 @@ def render_explain(result: SearchResult) -> None:
     )
     console.print(f"[bold]weights[/]: {result.weights}  rrf k = {result.rrf_k}")
     console.print(
-        f"[bold]confidence[/]: {result.confidence} from {result.signals} "
+        f"[bold]p_precedent[/]: {result.confidence} from {result.signals} "
         f"(model: {result.confidence_model_key}: {result.confidence_model})"
     )
     fit = result.confidence_model_fit
-    if fit is not None and fit.live:
-        console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")
+    if fit is not None:
+        console.print(
+            f"[bold]verdict[/]: {result.verdict} (no precedent at p <= {fit.lo}, found at "
+            f"p >= {fit.hi})"
+        )
+        if fit.live:
+            console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")
     if result.sparse_unit:
         console.print(f"[bold]sparse[/]: ranked by {result.sparse_unit} (BM25F + word pairs)")
     table = Table(title="per-retriever ranks and scores")

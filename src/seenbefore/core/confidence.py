@@ -1,9 +1,21 @@
-"""Calibrated confidence and novelty from retrieval signals. Pure: standard library only.
+"""One calibrated number and the verdict derived from it. Pure: standard library only.
 
-``confidence`` estimates the probability that the top result is a true precedent. It is a
-logistic model over signals that each point the same way (more of a signal never means less
-confidence: weights are fitted non-negative), so it is monotonic in every signal. ``novel`` is
-``confidence < threshold``: nothing in the knowledge base is a credible match.
+``p_precedent`` (also served as ``confidence``) estimates the probability that the top result is
+a precedent: a postmortem an on-call engineer would want to read for this alert (the same
+incident, a recurrence, or the same failure mode met elsewhere). It is a logistic model over
+signals that each point the same way (more of a signal never means less confidence: weights are
+fitted non-negative), so it is monotonic in every signal, recalibrated by isotonic regression.
+
+The verdict comes from that number alone, through two thresholds, the same words on every
+surface (:data:`VERDICTS`):
+
+* ``p >= hi``: "precedent found";
+* ``lo < p < hi``: "possible precedent — check" (read the match before trusting it);
+* ``p <= lo``: "no precedent" (the nearest postmortems are still listed, marked as not matching).
+
+``lo`` is set so that few queries whose precedent is ranked first are told "no precedent" (a
+false "no precedent" hides the answer from a tired person: the costlier mistake), ``hi`` so that
+few queries without one are told "precedent found" (evaluation/operating.py).
 """
 
 from __future__ import annotations
@@ -29,29 +41,53 @@ SIGNALS: tuple[str, ...] = (
     # measured against the query's own scores over the KB (retrieval/standing.py)
     "in_domain",
     "query_coverage",
-    "sparse_z",
     "sparse_gap",
-    "dense_z",
+    "covered_gap",
+    "covered_margin",
     "dense_excess",
     "overlap",
 )
 
 
+FOUND = "precedent found"
+POSSIBLE = "possible precedent — check"
+NONE = "no precedent"
+VERDICTS: tuple[str, ...] = (FOUND, POSSIBLE, NONE)
+DEFAULT_LO, DEFAULT_HI = 0.2, 0.6
+
+
+def verdict(p: float, lo: float, hi: float) -> str:
+    """The verdict for ``p`` between thresholds ``lo`` < ``hi``."""
+    if p >= hi:
+        return FOUND
+    if p <= lo:
+        return NONE
+    return POSSIBLE
+
+
+def verdict_of(record: Mapping[str, Any]) -> str:
+    """The verdict a stored draft or evidence record carries; one stored before the three
+    states reads "no precedent" when novel, else "possible precedent — check"."""
+    stored = str(record.get("verdict") or "")
+    if stored in VERDICTS:
+        return stored
+    return NONE if record.get("novel") else POSSIBLE
+
+
 @dataclass(frozen=True)
 class ConfidenceModel:
-    """A fitted logistic model: p = sigmoid(bias + sum(w_i * x_i)), all w_i >= 0."""
+    """A fitted logistic model: p = sigmoid(bias + sum(w_i * x_i)), all w_i >= 0, then the
+    isotonic ``calibration``; the verdict's thresholds ``lo`` < ``hi``."""
 
     weights: Mapping[str, float]
     bias: float
-    threshold: float = 0.5
+    lo: float = DEFAULT_LO
+    hi: float = DEFAULT_HI
     source: str = ""
     metrics: Mapping[str, Any] = field(default_factory=dict)
     # optional monotone recalibration of the logistic output: (raw, calibrated) knots, raw
     # ascending, interpolated linearly (isotonic regression fitted on held-apart cases)
     calibration: tuple[tuple[float, float], ...] = ()
-    # optional precedent model for the verdict: {"weights", "bias", "threshold"}; a logistic
-    # model of "the KB holds a precedent" (not "the top hit is right"), novel below threshold
-    precedent: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         negative = {k: v for k, v in self.weights.items() if v < 0}
@@ -60,6 +96,10 @@ class ConfidenceModel:
         unknown = set(self.weights) - set(SIGNALS)
         if unknown:
             raise ValueError(f"unknown confidence signals {sorted(unknown)}; known: {SIGNALS}")
+        if not 0.0 <= self.lo < self.hi <= 1.0:
+            raise ValueError(
+                f"verdict thresholds must satisfy 0 <= lo < hi <= 1; got {self.lo}, {self.hi}"
+            )
 
     def raw(self, signals: Mapping[str, float]) -> float:
         z = self.bias + sum(w * float(signals.get(name, 0.0)) for name, w in self.weights.items())
@@ -68,41 +108,38 @@ class ConfidenceModel:
     def predict(self, signals: Mapping[str, float]) -> float:
         return recalibrate(self.raw(signals), self.calibration)
 
-    def is_novel(self, confidence: float, signals: Mapping[str, float] | None = None) -> bool:
-        """The verdict: from the precedent model when there is one (and ``signals``), else
-        ``confidence`` below ``threshold``."""
-        if self.precedent and signals is not None:
-            return self.precedent_probability(signals) < float(self.precedent["threshold"])
-        return confidence < self.threshold
+    def verdict(self, p: float) -> str:
+        return verdict(p, self.lo, self.hi)
 
-    def precedent_probability(self, signals: Mapping[str, float]) -> float:
-        weights: Mapping[str, float] = self.precedent.get("weights", {})
-        z = float(self.precedent.get("bias", 0.0)) + sum(
-            float(w) * float(signals.get(name, 0.0)) for name, w in weights.items()
-        )
-        return _sigmoid(z)
+    def is_novel(self, p: float) -> bool:
+        """True when the verdict is "no precedent"."""
+        return self.verdict(p) == NONE
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "weights": dict(self.weights),
             "bias": self.bias,
-            "threshold": self.threshold,
+            "lo": self.lo,
+            "hi": self.hi,
             "source": self.source,
             "metrics": dict(self.metrics),
             "calibration": [list(k) for k in self.calibration],
-            "precedent": dict(self.precedent),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ConfidenceModel:
+        """A stored model; one written before the three-state verdict (a single ``threshold``)
+        keeps it as ``lo``, with ``hi`` the default or just above it."""
+        lo = float(data.get("lo", data.get("threshold", DEFAULT_LO)))
+        hi = float(data.get("hi", max(DEFAULT_HI, min(1.0, lo + 0.1))))
         return cls(
             weights={str(k): float(v) for k, v in data["weights"].items()},
             bias=float(data["bias"]),
-            threshold=float(data.get("threshold", 0.5)),
+            lo=min(lo, hi - 1e-4),
+            hi=hi,
             source=str(data.get("source", "")),
             metrics=dict(data.get("metrics", {})),
             calibration=tuple((float(a), float(b)) for a, b in data.get("calibration") or ()),
-            precedent=dict(data.get("precedent") or {}),
         )
 
 
@@ -120,15 +157,21 @@ def recalibrate(p: float, knots: Sequence[tuple[float, float]]) -> float:
 
 
 def isotonic_knots(
-    raw: Sequence[float], outcomes: Sequence[int], *, shrink: float = 1.0
+    raw: Sequence[float],
+    outcomes: Sequence[int],
+    *,
+    shrink: float = 1.0,
+    weights: Sequence[float] | None = None,
 ) -> tuple[tuple[float, float], ...]:
     """Pool-adjacent-violators fit of outcome on raw score: non-decreasing knots at each
-    block's mean raw score. Each block's rate is shrunk toward the raw score by ``shrink``
-    pseudo-cases (a small block says little), so one lucky case cannot reach 0 or 1."""
-    pairs = sorted(zip(raw, outcomes, strict=True))
-    blocks: list[list[float]] = []  # [sum_raw, sum_y, n]
-    for x, y in pairs:
-        blocks.append([x, float(y), 1.0])
+    block's mean raw score, cases weighted by ``weights`` (1 each by default). Each block's rate
+    is shrunk toward the raw score by ``shrink`` pseudo-cases (a small block says little), so
+    one lucky case cannot reach 0 or 1."""
+    w = list(weights) if weights is not None else [1.0] * len(raw)
+    pairs = sorted(zip(raw, outcomes, w, strict=True))
+    blocks: list[list[float]] = []  # [sum_raw, sum_y, n] (weighted)
+    for x, y, c in pairs:
+        blocks.append([x * c, float(y) * c, c])
         while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
             last = blocks.pop()
             for i in range(3):

@@ -5,22 +5,24 @@ Everything is fitted on one split of the cases and reported on the other.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from seenbefore.core.confidence import (
-    SIGNALS,
+    FOUND,
     ConfidenceModel,
     auroc,
     brier,
     expected_calibration_error,
 )
 from seenbefore.core.trust import FusionWeights, choose_weight
-from seenbefore.evaluation import logistic
+from seenbefore.evaluation import fitting, logistic
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
 from seenbefore.kb import KnowledgeBase
@@ -35,36 +37,25 @@ def fit_logistic_nonnegative(x: Vector, y: Vector) -> tuple[Vector, float]:
     return logistic.fit_logistic_nonnegative(x, y, L2)
 
 
-def fit_confidence(runs: Sequence[CaseRun], source: str) -> ConfidenceModel:
-    """A confidence model from runs: label 1 when the top result is a true precedent."""
-    names = [s for s in SIGNALS if any(r.signals.get(s, 0.0) for r in runs)]
-    x = np.array([[r.signals.get(s, 0.0) for s in names] for r in runs], dtype=np.float64)
-    y = np.array([r.top_correct for r in runs], dtype=np.float64)
-    if len(set(y.tolist())) < 2:
-        raise ValueError("confidence needs cases where the top hit is right and where it is not")
-    w, b = fit_logistic_nonnegative(x, y)
-    model = ConfidenceModel({n: float(v) for n, v in zip(names, w, strict=True)}, b, 0.5, source)
-    return ConfidenceModel(model.weights, b, _best_threshold(model, runs), source)
+def as_labelled(runs: Sequence[CaseRun], style: str = "labelled") -> list[fitting.Labelled]:
+    """Runs of labelled cases as the fit pipeline reads them: the case's first tag is its style
+    when it has one (``origin``, ``paraphrase``...), else ``style``."""
+    return [
+        fitting.Labelled(
+            r.signals, bool(r.top_correct), style, bool(r.case.relevant) and not r.case.expect_novel
+        )
+        for r in runs
+    ]
 
 
-def _best_threshold(model: ConfidenceModel, runs: Sequence[CaseRun]) -> float:
-    """The novelty threshold that maximises F1 of detecting no-precedent cases on these runs
-    (or, when they hold none, of detecting a wrong top hit)."""
-    probs = [model.predict(r.signals) for r in runs]
-    if any(r.case.expect_novel for r in runs):
-        wrong = [int(r.case.expect_novel) for r in runs]
-    else:
-        wrong = [1 - r.top_correct for r in runs]
-    best, best_f1 = 0.5, -1.0
-    for t in np.linspace(0.05, 0.95, 19):
-        flagged = [p < t for p in probs]
-        tp = sum(f and w for f, w in zip(flagged, wrong, strict=True))
-        fp = sum(f and not w for f, w in zip(flagged, wrong, strict=True))
-        fn = sum((not f) and w for f, w in zip(flagged, wrong, strict=True))
-        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-        if f1 > best_f1 + 1e-9:
-            best, best_f1 = float(round(t, 2)), f1
-    return best
+def fit_confidence(
+    runs: Sequence[CaseRun], source: str, held: Sequence[CaseRun] | None = None
+) -> ConfidenceModel:
+    """``p_precedent`` and its thresholds from runs (label: the top result is a precedent),
+    through the one fit pipeline (evaluation/fitting.py); the thresholds and figures come from
+    ``held`` when given, else from the same runs. ValueError with one class only."""
+    rows = as_labelled(runs)
+    return fitting.fit(rows, as_labelled(held) if held else rows, source=source).model
 
 
 def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict[str, Any]:
@@ -72,6 +63,7 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
     correct = [r.top_correct for r in runs]
     has_precedent = [int(not r.case.expect_novel) for r in runs]
     novel_pred = [model.is_novel(p) for p in probs]
+    found = [model.verdict(p) == FOUND for p in probs]
     expect = [r.case.expect_novel for r in runs]
     tp = sum(p and e for p, e in zip(novel_pred, expect, strict=True))
     return {
@@ -81,6 +73,11 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
         "auroc_precedent_vs_none": _round(auroc(probs, has_precedent)),
         "novel_precision": _round(tp / sum(novel_pred)) if sum(novel_pred) else None,
         "novel_recall": _round(tp / sum(expect)) if sum(expect) else None,
+        "found_when_none": (
+            _round(sum(f and e for f, e in zip(found, expect, strict=True)) / sum(expect))
+            if sum(expect)
+            else None
+        ),
         "no_precedent_cases": sum(expect),
         # Hit@1 over the cases that have a precedent (a no-precedent case has no right answer)
         "hit_at_1": (
@@ -150,21 +147,26 @@ def calibrate(
             "evidence": dict(weights.evidence),
         }
     models: dict[str, Any] = {}
-    sparse_model = fit_confidence(
-        [sparse[c.id] for c in fit], f"fitted on {len(fit)} cases ({label})"
-    )
-    models["sparse"] = _with_metrics(
-        sparse_model, [sparse[c.id] for c in held], [sparse[c.id] for c in fit]
-    )
+    fitted_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    runs_by_key = {"sparse": sparse}
     if has_dense and weights is not None and weights.dense > 0:
-        hybrid = {
+        runs_by_key[f"hybrid:{family}"] = {
             c.id: run_case(kb, c, "hybrid", tiers=tiers, dense_weight=weights.dense) for c in cases
         }
-        model = fit_confidence([hybrid[c.id] for c in fit], f"fitted on {len(fit)} cases ({label})")
-        models[f"hybrid:{family}"] = _with_metrics(
-            model, [hybrid[c.id] for c in held], [hybrid[c.id] for c in fit]
+    report["kept"] = {}
+    for key, runs in runs_by_key.items():
+        fit_runs, held_runs = [runs[c.id] for c in fit], [runs[c.id] for c in held]
+        model = fit_confidence(fit_runs, f"fitted on {len(fit)} cases ({label})", held_runs)
+        model = replace(
+            model,
+            metrics={**dict(model.metrics), "calibration": calibration_metrics(model, held_runs)},
         )
-    report["confidence"] = {k: v.as_dict() for k, v in models.items()}
+        # the precedence rule: it replaces the live model only by beating it on held-out cases
+        kept, why = fitting.beats(model, kb.confidence_model(key), as_labelled(held_runs))
+        report["kept"][key] = why
+        if kept:
+            models[key] = {**model.as_dict(), "fitted_at": fitted_at}
+    report["confidence"] = models
     if persist:
         if weights is not None:
             stored = kb.store.get_json("fusion_weights") or {}
@@ -174,25 +176,3 @@ def calibrate(
         stored_models.update(report["confidence"])
         kb.store.set_json("confidence_models", stored_models)
     return report
-
-
-def _with_metrics(
-    model: ConfidenceModel, held: Sequence[CaseRun], fit: Sequence[CaseRun] = ()
-) -> ConfidenceModel:
-    """``model`` with its held-out figures; with no-precedent cases in ``fit``, its novelty
-    threshold moves to the stated operating point (selfcal.novel_threshold)."""
-    threshold = model.threshold
-    if any(r.case.expect_novel for r in fit):
-        from seenbefore.evaluation.verdict import novel_threshold
-
-        threshold, _ = novel_threshold(
-            [model.predict(r.signals) for r in fit], [r.case.expect_novel for r in fit]
-        )
-    model = ConfidenceModel(model.weights, model.bias, threshold, model.source)
-    return ConfidenceModel(
-        model.weights,
-        model.bias,
-        model.threshold,
-        model.source,
-        {"held_out": calibration_metrics(model, held)},
-    )

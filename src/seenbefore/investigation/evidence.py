@@ -50,4 +50,5 @@ class Evidence:
     timings: dict[str, float] = field(default_factory=dict)
     novel_reason: str = ""  # why novel, when it is
     signals: dict[str, float] = field(default_factory=dict)  # confidence inputs (top result)
+    verdict: str = ""  # core.confidence.VERDICTS: "no precedent" exactly when novel
     confidence_model_key: str = ""  # which confidence model scored them (calibration labels)

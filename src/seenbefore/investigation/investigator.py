@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from seenbefore.core.confidence import NONE
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
 from seenbefore.investigation.query import InvestigationRequest
@@ -108,7 +109,10 @@ class Investigator:
                 "postmortem visible to the caller"
             )
         elif novel:
-            reason = f"confidence {result.confidence:.2f} is below the calibrated novelty threshold"
+            reason = (
+                f"p_precedent {result.confidence:.2f} is at or below the calibrated "
+                "'no precedent' threshold"
+            )
         else:
             reason = ""
         timings["evidence_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -120,6 +124,7 @@ class Investigator:
             confidence_label=result.confidence_label,
             novel=novel,
             novel_reason=reason,
+            verdict=NONE if novel else (result.verdict or NONE),
             signals=dict(result.signals),
             confidence_model_key=result.confidence_model_key or "",
             searched={

@@ -4,9 +4,9 @@ The prompt quotes each retrieved section whole, fenced as untrusted data; a sect
 injection scanner flags is not sent at all (the prompt says it was withheld, and why). The answer
 must be a :class:`Draft` as JSON; one repair request is allowed, then the offline reporter takes
 over (and says so). After validation the evidence wins: invented citations are dropped,
-confidence is capped at the Investigator's calibrated confidence, evidence that says "novel"
-keeps the draft novel, and a sentence the model wrote that reads as an injection or repeats a
-flagged span is withheld (``Draft.withheld`` lists it beside the withheld sections).
+confidence and the verdict are the Investigator's (the calibrated p_precedent and the verdict
+derived from it, whatever the model wrote), and a sentence the model wrote that reads as an
+injection or repeats a flagged span is withheld (``Draft.withheld`` lists it beside the withheld sections).
 """
 
 from __future__ import annotations
@@ -216,12 +216,12 @@ class LLMReporter:
                     k: [s.replace(doc_id, "[removed citation]") for s in v]
                     for k, v in lists.items()
                 }
-        confidence = draft.confidence
-        if confidence > evidence.confidence:
-            extra["confidence_clamped"] = {"model": confidence, "evidence": evidence.confidence}
-            confidence = evidence.confidence
-        if evidence.novel and not draft.novel:
-            extra["novel_overridden"] = True
+        # one number and the verdict from it: the retrieval's, whatever the model wrote
+        confidence = evidence.confidence
+        if abs(draft.confidence - confidence) > 1e-9:
+            extra["model_confidence_ignored"] = draft.confidence
+        if draft.novel != evidence.novel:
+            extra["model_novel_ignored"] = draft.novel
         fields: dict[str, Any] = {**text, **lists, "missing_information": missing}
         fields["staleness_note"] = draft.staleness_note
         withheld = [f.entry for f in flagged]
@@ -243,7 +243,8 @@ class LLMReporter:
                 "withheld": withheld,
                 "confidence": confidence,
                 "confidence_label": label(confidence),
-                "novel": draft.novel or evidence.novel,
+                "novel": evidence.novel,
+                "verdict": evidence.verdict or ("no precedent" if evidence.novel else ""),
                 "drafted_by": drafted_by,
                 "advisory": Draft.model_fields["advisory"].default,
                 "retrieval_trace": trace(evidence) | extra | {"llm": usage.as_dict()},

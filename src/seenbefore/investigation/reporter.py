@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from seenbefore.core.confidence import label
+from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, label
 from seenbefore.investigation.evidence import Evidence, EvidenceItem
 from seenbefore.investigation.withhold import Flagged, Withheld, describe, flagged_sections
 
@@ -26,9 +26,14 @@ class Draft(BaseModel):
     cited_incidents: list[str] = Field(default_factory=list)
     suggested_checks: list[str] = Field(default_factory=list)
     mitigations: list[str] = Field(default_factory=list)
-    confidence: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(ge=0.0, le=1.0, description="p_precedent of the top result")
     confidence_label: str
-    novel: bool
+    novel: bool = Field(description="true exactly when the verdict is 'no precedent'")
+    verdict: str = Field(
+        default="",
+        description="precedent found / possible precedent — check / no precedent: from "
+        "p_precedent alone, the same words as search",
+    )
     missing_information: list[str] = Field(default_factory=list)
     staleness_note: str | None = None
     withheld: list[Withheld] = Field(
@@ -130,15 +135,12 @@ class OfflineReporter:
         ]
         if not evidence.request.signals:
             missing.append("the metrics that deviated (the query carried no structured signals)")
-        rewrite = evidence.searched.get("rewrite") or {}
-        uncalibrated = (
-            " — scored before an LLM rewrite re-ranked the list, so not calibrated for this one"
-            if rewrite.get("top_changed")
-            else ""
-        )
+        uncalibrated = _uncalibrated(evidence)
+        verdict = evidence.verdict or POSSIBLE
+        lead = "Precedent found" if verdict == FOUND else "Possible precedent — check"
         return Draft(
-            summary=f"Possible precedent: {top.doc_id} ({top.type or 'untyped'}); "
-            f"confidence {evidence.confidence:.2f} ({evidence.confidence_label}){uncalibrated}.",
+            summary=f"{lead}: {top.doc_id} ({top.type or 'untyped'}); "
+            f"p_precedent {evidence.confidence:.2f}{uncalibrated}.",
             hypothesis=hypothesis,
             cited_incidents=[i.doc_id for i in evidence.items],
             suggested_checks=checks,
@@ -146,6 +148,7 @@ class OfflineReporter:
             confidence=evidence.confidence,
             confidence_label=label(evidence.confidence),
             novel=False,
+            verdict=verdict,
             missing_information=missing,
             staleness_note=_staleness(top, today),
             withheld=[f.entry for f in flagged],
@@ -154,17 +157,18 @@ class OfflineReporter:
 
     def _novel(self, evidence: Evidence, flagged: list[Flagged]) -> Draft:
         searched = evidence.searched
-        nearest = evidence.items[0] if evidence.items else None
+        nearest = evidence.items[:3]
         near = (
             (
-                f" The nearest candidate, {nearest.doc_id} ({_title(nearest, flagged)}), was not "
-                f"a credible match (confidence {evidence.confidence:.2f})."
+                " The nearest postmortems, listed for reference and not matching: "
+                + "; ".join(f"{i.doc_id} ({_title(i, flagged)})" for i in nearest)
+                + f" (p_precedent {evidence.confidence:.2f})."
             )
             if nearest
             else ""
         )
         return Draft(
-            summary="No precedent found in the knowledge base.",
+            summary=f"No precedent found in the knowledge base{_uncalibrated(evidence)}.",
             hypothesis=(
                 f"No postmortem among the {searched.get('documents_visible', '?')} visible to tiers "
                 f"{', '.join(searched.get('tiers', []))} is a credible precedent for: "
@@ -177,10 +181,18 @@ class OfflineReporter:
             confidence=evidence.confidence,
             confidence_label=label(evidence.confidence),
             novel=True,
+            verdict=NONE,
             missing_information=["any earlier incident of this kind (none is recorded)"],
             withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )
+
+
+def _uncalibrated(evidence: Evidence) -> str:
+    rewrite = evidence.searched.get("rewrite") or {}
+    if not rewrite.get("top_changed"):
+        return ""
+    return " — scored before an LLM rewrite re-ranked the list, so not calibrated for this one"
 
 
 def _title(item: EvidenceItem, flagged: list[Flagged]) -> str:

@@ -115,8 +115,9 @@ TOOLS: dict[str, ToolSpec] = {
             "find_similar_incidents",
             "Find similar past incidents",
             "Past postmortems that resemble an incident, best first, each with how it matched "
-            "(keywords, meaning, recorded signals), a calibrated confidence in [0, 1] and an "
-            "explicit verdict: 'precedent found' or 'no precedent'.",
+            "(keywords, meaning, recorded signals); p_precedent, the calibrated probability "
+            "that the top one is a precedent, and the verdict derived from it alone: 'precedent "
+            "found', 'possible precedent — check' or 'no precedent'.",
             FindSimilarIncidents,
             read_only=True,
             idempotent=True,

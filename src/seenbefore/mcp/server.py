@@ -49,7 +49,8 @@ OUTPUT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 INSTRUCTIONS = (
     "seenbefore is an incident memory: past postmortems, searched by symptoms. Call "
     "find_similar_incidents with what is happening now (alert text, symptoms, services); read "
-    "'verdict' and 'confidence' before trusting a match — 'no precedent' is a real answer. "
+    "'verdict' and 'p_precedent' before trusting a match — 'possible precedent — check' means "
+    "read it first, and 'no precedent' is a real answer. "
     "investigate drafts a cited hypothesis; submit_for_review queues one for a person. "
     "Everything here is advisory: nothing changes infrastructure."
 )

@@ -2,7 +2,7 @@
 caller: the same code paths, tokens, roles, tiers and audit entries as the HTTP API.
 
 - ``find_similar_incidents``: ranked postmortems with how each matched, a calibrated confidence and
-  an explicit ``novel`` verdict ("no precedent") — search, role viewer.
+  the verdict derived from it (found / possible — check / no precedent) — search, role viewer.
 - ``investigate``: the cited, advisory draft, returned and not queued — role viewer.
 - ``get_postmortem``: one postmortem the caller may see (a hidden id reads as absent) — viewer.
 - ``submit_for_review``: start an investigation whose draft waits in the review queue for a
@@ -26,8 +26,10 @@ from seenbefore.service.routers import investigations, postmortems
 from seenbefore.service.routers import search as search_route
 
 ADVISORY = (
-    "Advisory only: a person decides. 'novel' true means no good precedent was found; "
-    "treat the incident as new rather than forcing a match."
+    "Advisory only: a person decides. 'verdict' comes from 'p_precedent' alone: 'precedent "
+    "found', 'possible precedent — check' (read the match before trusting it) or 'no precedent' "
+    "(the results are then the nearest postmortems, none of them a match: treat the incident as "
+    "new rather than forcing one)."
 )
 
 
@@ -37,7 +39,6 @@ def find_similar_incidents(app: Ready, who: Caller, args: FindSimilarIncidents) 
         query=args.query, k=args.k, services=args.services, since=args.since, until=args.until
     )
     out = search_route.search(body, app, who).model_dump(mode="json")
-    out["verdict"] = "no precedent" if out.get("novel") else "precedent found"
     out["advisory"] = ADVISORY
     return out
 

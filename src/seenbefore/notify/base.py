@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
 import httpx
 
+from seenbefore.core.confidence import verdict_of
 from seenbefore.errors import ConfigError
 from seenbefore.notify.redact import redact
 from seenbefore.types import SEVERITIES, Anomaly, MetricDeviation, Severity
@@ -251,15 +252,16 @@ def withheld_notes(draft: Mapping[str, Any] | None) -> list[str]:
 
 def draft_headline(message: Notification) -> DraftHeadline:
     anomaly, draft = message.anomaly, message.draft or {}
-    novel = bool(draft.get("novel"))
+    verdict = verdict_of(draft)
+    novel = verdict == "no precedent"
     title = (
         f"No precedent for the {anomaly.service} anomaly"
         if novel
-        else f"Seen before? Draft for the {anomaly.service} anomaly"
+        else f"{verdict[0].upper()}{verdict[1:]} for the {anomaly.service} anomaly"
     )
     cited = draft.get("cited_incidents") or []
     precedent = (
-        "none: no credible precedent in the knowledge base" if novel or not cited else str(cited[0])
+        "none: no postmortem in the knowledge base matches" if novel or not cited else str(cited[0])
     )
-    confidence = f"{float(draft.get('confidence', 0.0)):.2f} ({draft.get('confidence_label', '?')})"
+    confidence = f"p_precedent {float(draft.get('confidence', 0.0)):.2f} ({verdict})"
     return DraftHeadline(title, precedent, confidence)

@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 import httpx
 
+from seenbefore.core.confidence import verdict_of
 from seenbefore.errors import ConfigError
 from seenbefore.notify.base import (
     DEFAULT_TIMEOUT_S,
@@ -173,13 +174,13 @@ def draft_note(message: Notification) -> str:
     """A drafted hypothesis as the text of a note on the open alert."""
     draft = message.draft or {}
     cited = draft.get("cited_incidents") or []
-    novel = bool(draft.get("novel")) or not cited
+    verdict = verdict_of(draft)
+    novel = verdict == "no precedent" or not cited
     lines = [
         "No precedent in the knowledge base."
         if novel
-        else f"Seen before? Top precedent: {cited[0]}",
-        f"Confidence: {float(draft.get('confidence', 0.0)):.2f} "
-        f"({draft.get('confidence_label', '?')})",
+        else f"{verdict[0].upper()}{verdict[1:]}: {cited[0]}",
+        f"p_precedent {float(draft.get('confidence', 0.0)):.2f} ({verdict})",
         # the withheld lines come ahead of the hypothesis, so truncation keeps them
         *[f"⚠ {note}" for note in withheld_notes(draft)],
         f"Hypothesis: {draft.get('hypothesis', '')}",

@@ -113,6 +113,7 @@ def _draft_details(draft: dict[str, Any]) -> dict[str, Any]:
         "cited_incidents",
         "confidence",
         "confidence_label",
+        "verdict",
         "novel",
         "mitigations",
         "suggested_checks",

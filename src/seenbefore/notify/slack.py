@@ -95,7 +95,7 @@ def draft_payload(message: Notification) -> dict[str, Any]:
                 "type": "section",
                 "fields": [
                     mrkdwn(f"*Top precedent*\n{precedent}", FIELD_MAX),
-                    mrkdwn(f"*Confidence*\n{confidence}", FIELD_MAX),
+                    mrkdwn(f"*Verdict*\n{confidence}", FIELD_MAX),
                 ],
             },
             {"type": "section", "text": mrkdwn(str(draft.get("hypothesis", "")))},

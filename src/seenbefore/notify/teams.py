@@ -115,7 +115,7 @@ def draft_card(message: Notification, review_url: str | None = None) -> dict[str
     head = draft_headline(message)
     body = [
         _text(truncate(head.title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
-        _facts([("Top precedent", head.precedent), ("Confidence", head.confidence)]),
+        _facts([("Top precedent", head.precedent), ("Verdict", head.confidence)]),
         _literal(str(draft.get("hypothesis", ""))),
         *[_literal(f"⚠ {note}", color="Warning") for note in withheld_notes(draft)],
         _text(

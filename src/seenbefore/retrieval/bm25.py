@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -156,9 +157,15 @@ class BM25Index:
         return out
 
     def coverage(self, terms: Sequence[str], row: int) -> float:
-        """Share of the query's IDF mass (terms known to the index) present in ``row``."""
-        total = found = 0.0
-        for col in self.term_ids(terms):
+        """Share of the query's IDF mass present in ``row``. A term no row holds counts at the
+        IDF it would have (df = 0): "the printer is out of toner" does not cover a postmortem
+        well because one of its words, "out", is there."""
+        known = self.term_ids(terms)
+        analysed = analyse(" ".join(terms), stem=True) if self.stem and self.ngram == 1 else terms
+        unknown = len(set(analysed)) - len(known)
+        total = unknown * math.log(1.0 + (self.n_rows + 0.5) / 0.5)
+        found = 0.0
+        for col in known:
             idf = float(self.idf[col])
             total += idf
             start, end = self.indptr[col], self.indptr[col + 1]

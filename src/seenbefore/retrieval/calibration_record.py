@@ -19,7 +19,8 @@ def self_gate(record: dict[str, Any] | None, family: str) -> dict[str, Any] | No
 
 def describe(record: dict[str, Any] | None, key: str | None = None) -> str:
     """One line: which confidence model is live for ``key`` (default: the first kept mode),
-    fitted on what, with its held-out figures -- for ``stats``, ``search --explain``, the demo."""
+    fitted on what, with its held-out figures and what they were measured on -- for ``stats``,
+    ``search --explain``, the demo."""
     if not record:
         return "shipped defaults (this KB was never self-calibrated: run `seenbefore reindex`)"
     modes = {k: m for k, m in (record.get("modes") or {}).items() if k != "gate"}
@@ -28,24 +29,24 @@ def describe(record: dict[str, Any] | None, key: str | None = None) -> str:
     mode = modes.get(key or "")
     if mode is None:
         return f"shipped defaults: {record.get('reason', 'no self-calibration for this mode')}"
-    h = mode.get("held_out") or {}
+    h = (mode.get("held_out") or {}).get("all") or {}
     figures = (
-        f"held-out self-test AUROC {h.get('auroc_precedent_vs_none')}, novel precision "
-        f"{h.get('novel_precision')} recall {h.get('novel_recall')}, ECE {h.get('ece')}, "
-        f"Hit@1 {h.get('hit_at_1')}"
+        f"held-out on self-made cases: false 'no precedent' "
+        f"{_pct(h.get('false_no_precedent_when_first'))} when the precedent is first, "
+        f"'no precedent' {_pct(h.get('no_precedent_when_wrong'))} and 'precedent found' "
+        f"{_pct(h.get('found_when_wrong'))} when the top result is not one, ECE {h.get('ece')}, "
+        f"AUROC {h.get('auroc')} (self-made cases flatter: what people type scores lower)"
     )
     if not mode.get("kept"):
-        return f"shipped default for {key} ({mode.get('reason')}; the fit had {figures})"
+        return f"shipped or earlier model for {key} ({mode.get('reason')}; the fit had {figures})"
     model = mode.get("model") or {}
-    precedent = model.get("precedent") or {}
-    verdict = (
-        f"novel when P(precedent) < {precedent['threshold']}"
-        if precedent
-        else f"novel below confidence {model.get('threshold')}"
-    )
-    if record.get("verdict_cases"):
-        verdict += f" (verdict fitted on {record['verdict_cases']})"
     return (
         f"{key}: self-calibrated on {record.get('fit_cases')} cases made from this KB's "
-        f"{record.get('documents')} documents, {verdict}; {figures}"
+        f"{record.get('documents')} documents in {len(record.get('styles') or [])} styles; "
+        f"'no precedent' at p <= {model.get('lo')}, 'precedent found' at p >= {model.get('hi')}; "
+        f"{figures}"
     )
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.0f}%"

@@ -115,15 +115,24 @@ class SearchContext:
         return self.recorded[0] if self.recorded else None
 
     def confidence_model(self, key: str) -> ConfidenceModel | None:
-        """The live model for ``key``: fitted by calibrate, else self-calibrated and kept,
-        else shipped; None when there is none."""
+        """The live model for ``key``: the newest fit that was kept (each is kept only when it
+        beat the model live at its time on held-out cases: fitting.beats), from
+        ``seenbefore calibrate`` (labelled cases, reviews) or self-calibration; else shipped;
+        None when there is none."""
         if key not in self._models:
             own = ((self.record or {}).get("modes") or {}).get(key) or {}
-            data = (
-                self.calibrated.get(key)
-                or (own.get("model") if own.get("kept") else None)
-                or shipped_defaults()["confidence"].get(key)
-            )
+            kept = [
+                (str(data.get("fitted_at", "")), data)
+                for data in (
+                    self.calibrated.get(key),
+                    {**own["model"], "fitted_at": (self.record or {}).get("fitted_at", "")}
+                    if own.get("kept") and own.get("model")
+                    else None,
+                )
+                if data
+            ]
+            data = max(kept, key=lambda pair: pair[0])[1] if kept else None
+            data = data or shipped_defaults()["confidence"].get(key)
             self._models[key] = ConfidenceModel.from_dict(data) if data else None
         return self._models[key]
 
@@ -142,7 +151,7 @@ class SearchContext:
         if model is None:
             return Scoring(key, None)
         fit = ModelFit(
-            model.threshold, dict(model.metrics).get("held_out"), self.live_model_line(key)
+            model.lo, model.hi, dict(model.metrics).get("held_out"), self.live_model_line(key)
         )
         return Scoring(key, model, fit)
 

@@ -1,5 +1,8 @@
 """A search result as plain JSON: one shape for the CLI's ``--json`` (version 1) and the HTTP
-API's ``SearchOut``, so the two never drift apart."""
+API's ``SearchOut``, so the two never drift apart. ``verdict`` (one of core.confidence.VERDICTS)
+comes from ``p_precedent`` alone through ``thresholds``; ``confidence`` is the same number under
+its older name, and ``novel`` is true exactly when the verdict is "no precedent" (the results
+are then the nearest postmortems, none of them a match)."""
 
 from __future__ import annotations
 
@@ -35,6 +38,9 @@ def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any
     payload: dict[str, Any] = {
         "query": result.query,
         "mode": result.mode,
+        "verdict": result.verdict if scored else None,
+        "p_precedent": result.confidence if scored else None,
+        "thresholds": _thresholds(result) if scored else None,
         "confidence": result.confidence if scored else None,
         "confidence_label": result.confidence_label if scored else None,
         "novel": result.novel if scored else None,
@@ -45,3 +51,9 @@ def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any
     if explain:
         payload["explain"] = result.explain()
     return payload
+
+
+def _thresholds(result: SearchResult) -> dict[str, float] | None:
+    """The verdict's thresholds: "no precedent" at p_precedent <= lo, "found" at >= hi."""
+    fit = result.confidence_model_fit
+    return {"lo": fit.lo, "hi": fit.hi} if fit is not None else None

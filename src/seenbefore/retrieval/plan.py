@@ -38,6 +38,9 @@ class SearchOptions:
     signal_weight: float | None = None
     profile: str = "text"  # "anomaly": weights and confidence fitted on anomalies (PROFILES)
     sparse_unit: str = "document"  # one of SPARSE_UNITS
+    # dense votes only while sparse is unsure of its top document (retrieval/hybrid.py);
+    # None: so when the weight is the gate's, not for an explicit ``dense_weight``
+    dense_vote: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,11 @@ class QueryPlan:
     @property
     def use_dense(self) -> bool:
         return self.mode == "dense" or (self.mode == "hybrid" and self.dense_weight > 0)
+
+    @property
+    def dense_votes(self) -> bool:
+        vote = self.options.dense_vote
+        return self.options.dense_weight is None if vote is None else vote
 
     @property
     def use_signals(self) -> bool:

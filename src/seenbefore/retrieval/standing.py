@@ -31,9 +31,9 @@ BoolArray = npt.NDArray[np.bool_]
 STANDING_SIGNALS: tuple[str, ...] = (
     "in_domain",  # share of the query's IDF mass in words the knowledge base uses at all
     "query_coverage",  # share of the query's IDF mass (unknown words included) in the top doc
-    "sparse_z",  # log1p of the top BM25 score's z-score over every visible document's score
-    "sparse_gap",  # log1p of (s1 - s2) in standard deviations of the same distribution
-    "dense_z",  # log1p of the top cosine's z-score over every visible document's best cosine
+    "sparse_gap",  # log1p of (s1 - s2) in standard deviations of the query's BM25 scores
+    "covered_gap",  # sparse_gap times query_coverage: standing out while covering the query
+    "covered_margin",  # sparse_margin times query_coverage
     "dense_excess",  # top cosine minus the KB's typical nearest-neighbour cosine, clipped
     "overlap",  # share of the sparse top 5 that the dense top 5 holds too
 )
@@ -45,9 +45,17 @@ def unseen_idf(n_docs: int) -> float:
     return math.log(1.0 + (n_docs + 0.5) / 0.5)
 
 
-def vocabulary_signals(index: BM25Index, terms: Sequence[str], doc: int) -> tuple[float, float]:
-    """(in_domain, query_coverage) of ``terms`` for row ``doc`` of a document-level index."""
-    known = index.term_ids(terms)
+def vocabulary_signals(
+    index: BM25Index, terms: Sequence[str], doc: int, visible: BoolArray | None = None
+) -> tuple[float, float]:
+    """(in_domain, query_coverage) of ``terms`` for row ``doc`` of a document-level index. A
+    word counts as known when a ``visible`` document (every one by default) holds it: words
+    only hidden or left-out documents use are as unknown to this search as any other."""
+    known = [
+        col
+        for col in index.term_ids(terms)
+        if visible is None or visible[index.rows[index.indptr[col] : index.indptr[col + 1]]].any()
+    ]
     unknown = len(set(terms)) - len(known)
     if not terms:
         return 0.0, 0.0
@@ -55,7 +63,12 @@ def vocabulary_signals(index: BM25Index, terms: Sequence[str], doc: int) -> tupl
     if total <= 0:
         return 0.0, 0.0
     inside = float(sum(index.idf[c] for c in known))
-    found = index.coverage(terms, doc) * inside
+    found = 0.0
+    for col in known:
+        start, end = index.indptr[col], index.indptr[col + 1]
+        pos = int(np.searchsorted(index.rows[start:end], doc))
+        if pos < end - start and index.rows[start + pos] == doc:
+            found += float(index.idf[col])
     return inside / total, found / total
 
 

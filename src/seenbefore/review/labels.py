@@ -8,8 +8,9 @@ round measured:
 - approval of a "no precedent" draft (or of one that cites other results only): label 0;
 - dismissal: label 0, with the structured reason and the reviewer's note.
 
-``fit_from_reviews`` refits the confidence model of each retrieval mode with labels (the same
-non-negative logistic fit and novelty threshold as ``seenbefore calibrate``). A dismissal for
+``fit_from_reviews`` refits the confidence model of each retrieval mode with labels, through the
+one fit pipeline (evaluation/fitting.py): fitted on every other label, checked on the rest, and
+kept only when it beats the live model there (the precedence rule). A dismissal for
 ``right_precedent_wrong_cause`` is recorded (label 0, as for every dismissal) but left out of the
 fit: the reviewer confirmed the top result WAS the precedent, so it is not evidence that the
 retrieval was wrong. When a mode has fewer than ``MIN_REVIEW_LABELS`` usable labels, or labels of
@@ -23,8 +24,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from seenbefore.evaluation.calibrate import fit_confidence
+from seenbefore.evaluation.calibrate import as_labelled, fit_confidence
 from seenbefore.evaluation.cases import Case
+from seenbefore.evaluation.fitting import beats
 from seenbefore.evaluation.runner import CaseRun, run_case
 from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.kb import KnowledgeBase
@@ -142,13 +144,19 @@ def fit_from_reviews(
                 f"alone (want >= {min_labels}, >= {MIN_PER_CLASS} of each class); combined with "
                 f"{len(extra)} self-test cases (the sample-KB recipe of the shipped defaults)"
             )
-        model = fit_confidence([*runs, *extra], source)
-        fitted[key] = model.as_dict()
+        fit_half, held_half = runs[::2], runs[1::2] or runs
+        model = fit_confidence([*fit_half, *extra], source, held_half)
+        kept, why = beats(model, kb.confidence_model(key), as_labelled(held_half, "review"))
+        if kept:
+            fitted[key] = {**model.as_dict(), "fitted_at": now()}
         report["models"][key] = {
+            "kept": kept,
+            "precedence": why,
             "review_labels": len(runs),
             "positive": positives,
             "self_test_cases": len(extra),
-            "threshold": model.threshold,
+            "lo": model.lo,
+            "hi": model.hi,
             "weights": dict(model.weights),
             "bias": model.bias,
             "source": source,
@@ -168,3 +176,22 @@ def _self_test_runs(kb: KnowledgeBase, key: str, tiers: Sequence[str]) -> list[C
         dense_weight = gate.weights.dense if gate.dense_trusted else None
     cases = self_test_cases(kb.store, tiers)
     return [run_case(kb, c, mode, tiers=tiers, dense_weight=dense_weight) for c in cases]
+
+
+def reviewed_figures(kb: KnowledgeBase) -> dict[str, Any] | None:
+    """The live confidence models' figures on the queries reviewers decided on (None before the
+    first decision): what people actually typed, against the self-made cases of ``stats``'s
+    held-out line. A label is 1 when the reviewer confirmed the top result as the precedent."""
+    rows = labels(kb)
+    if not rows:
+        return None
+    from seenbefore.evaluation.fitting import figures
+
+    out: dict[str, Any] = {}
+    for key in sorted({r["model_key"] for r in rows}):
+        model = kb.confidence_model(key)
+        if model is None:
+            continue
+        mine = [_label_run(r) for r in rows if r["model_key"] == key]
+        out[key] = figures(model, as_labelled(mine, "review")).get("all", {})
+    return out or None

@@ -91,9 +91,19 @@ class SearchOut(BaseModel):
     )
     query: str
     mode: str
-    confidence: float
+    verdict: Literal["precedent found", "possible precedent — check", "no precedent"] = Field(
+        description="derived from p_precedent alone: found at >= thresholds.hi, no precedent at "
+        "<= thresholds.lo, possible in between (the results are then the nearest postmortems)"
+    )
+    p_precedent: float = Field(
+        description="calibrated probability that the top result is a precedent"
+    )
+    thresholds: dict[str, float] | None = Field(
+        default=None, description="the verdict's thresholds: {lo, hi}"
+    )
+    confidence: float = Field(description="p_precedent, under its older name")
     confidence_label: str
-    novel: bool
+    novel: bool = Field(description="true exactly when the verdict is 'no precedent'")
     dense_trusted: bool
     weights: dict[str, float]
     results: list[CandidateOut]

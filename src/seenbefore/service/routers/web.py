@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from seenbefore.core.confidence import verdict_of
 from seenbefore.errors import AuthError, InputError, SeenbeforeError
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.review.models import DismissReason, DraftEdits
@@ -65,6 +66,7 @@ _env = jinja2.Environment(
     undefined=jinja2.ChainableUndefined,
 )
 _env.filters["clean"] = lambda value: sanitize_for_display("" if value is None else str(value))
+_env.filters["verdict"] = lambda record: verdict_of(record or {})  # the words every surface uses
 templates = Jinja2Templates(env=_env)
 
 AppDep = Annotated[Ready, Depends(ready)]

@@ -1,0 +1,98 @@
+"""What the confidence model reads about a search: the retrieval signals for its top document
+(how much of the query it covers, how far it stands above the rest, whether the retrievers
+agree, whether the query is in the KB's domain at all). Names and order: core/confidence.SIGNALS."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from seenbefore.core.confidence import SIGNALS
+from seenbefore.retrieval import standing
+from seenbefore.retrieval.corpus import CorpusIndex
+from seenbefore.retrieval.ranking import ParsedQuery, Ranked, Rankings
+
+
+def top_document_signals(
+    index: CorpusIndex,
+    query: ParsedQuery,
+    rankings: Rankings,
+    top: list[str],
+    observed: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """The retrieval signals the confidence model reads, for the top document (all 0 when the
+    search found nothing)."""
+    terms, sparse, dense, by_signals = (
+        query.terms,
+        rankings.sparse,
+        rankings.dense,
+        rankings.signals,
+    )
+    signals = dict.fromkeys(SIGNALS, 0.0)
+    if not top:
+        return signals
+    doc = index.position[top[0]]
+    if sparse is not None and sparse.order:
+        if doc in sparse.scores or sparse.unit != "chunk":
+            row = index.best_chunk(doc, sparse.chunk_scores)
+            signals["passage_coverage"] = index.bm25.coverage(terms, row)
+            whole = index.doc_bm25
+            signals["sparse_coverage"] = (
+                whole.coverage(terms, doc)
+                if whole is not None and sparse.unit != "chunk"
+                else signals["passage_coverage"]
+            )
+        s = [sparse.scores[d] for d in sparse.order[:2]]
+        signals["sparse_margin"] = (s[0] - s[1]) / s[0] if len(s) > 1 and s[0] > 0 else 1.0
+    if dense is not None and dense.order:
+        c = [dense.scores[d] for d in dense.order[:2]]
+        signals["dense_cosine"] = max(0.0, dense.scores.get(doc, 0.0))
+        signals["dense_margin"] = max(0.0, c[0] - c[1]) if len(c) > 1 else 0.0
+    if sparse is not None and dense is not None and sparse.order and dense.order:
+        signals["agreement"] = float(sparse.order[0] == dense.order[0])
+    if by_signals is not None and by_signals.order:
+        signals["signal_overlap"] = by_signals.scores.get(doc, 0.0)
+        if index.signals is not None and observed:
+            signals["signal_coverage"] = index.signals.coverage(observed, doc)
+        if sparse is not None and sparse.order:
+            signals["signal_agreement"] = float(sparse.order[0] == by_signals.order[0])
+    if index.doc_phrases is not None and query.pairs:
+        signals["phrase_coverage"] = index.doc_phrases.coverage(query.pairs, doc)
+    signals.update(_standing(index, query, sparse, dense, doc))
+    # a top document alone in matching one word of the query "stands out" by any measure:
+    # the standings count only as far as the document covers the query (unknown words too)
+    covered = signals.get("query_coverage", 0.0)
+    signals["covered_gap"] = signals.get("sparse_gap", 0.0) * covered
+    signals["covered_margin"] = signals.get("sparse_margin", 0.0) * covered
+    return signals
+
+
+def type_consensus(types: list[str]) -> float:
+    """Share of the hits after the first that are the same incident type as the first (0 when
+    the first has no type): precedents of one kind agreeing is evidence the kind is right."""
+    if len(types) < 2 or not types[0]:
+        return 0.0
+    return sum(t == types[0] for t in types[1:]) / 3.0
+
+
+def _standing(
+    index: CorpusIndex,
+    query: ParsedQuery,
+    sparse: Ranked | None,
+    dense: Ranked | None,
+    doc: int,
+) -> dict[str, float]:
+    """The style-proof signals (retrieval/standing.py) for top document ``doc``."""
+    out: dict[str, float] = {}
+    whole = index.doc_bm25
+    if whole is not None:
+        out["in_domain"], out["query_coverage"] = standing.vocabulary_signals(
+            whole, query.terms, doc, query.doc_mask
+        )
+    if sparse is not None and sparse.per_doc is not None:
+        _, out["sparse_gap"] = standing.score_standing(sparse.per_doc, query.doc_mask, sparse.order)
+    if dense is not None and dense.per_doc is not None and dense.order:
+        top = float(dense.per_doc[dense.order[0]])
+        out["dense_excess"] = standing.dense_excess(top, index.neighbour_cosine())
+        if sparse is not None:
+            out["overlap"] = standing.overlap(sparse.order, dense.order)
+    return out

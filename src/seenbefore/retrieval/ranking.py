@@ -1,0 +1,88 @@
+"""One retriever's ranking over a corpus index: what each ranking keeps (the order, the scores of
+the documents it returned, every chunk's score for the snippet, every document's score for the
+query's own score distribution) and how BM25 ranks by best chunk or by whole document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from seenbefore.core.fusion import ranked, rrf
+from seenbefore.retrieval.corpus import (
+    PASSAGE_WEIGHT,
+    PHRASE_WEIGHT,
+    BoolArray,
+    CorpusIndex,
+    FloatArray,
+)
+from seenbefore.types import SearchFilters
+
+
+@dataclass
+class Ranked:
+    order: list[int]  # document positions, best first
+    scores: dict[int, float]
+    chunk_scores: FloatArray
+    unit: str = "chunk"  # what the scores rank: "chunk" (best passage), "document", "both"
+    per_doc: FloatArray | None = None  # every document's score (the query's own distribution)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str
+    terms: list[str]
+    pairs: list[str]  # word pairs, for the phrase index
+    filters: SearchFilters
+    doc_mask: BoolArray
+
+
+@dataclass(frozen=True)
+class Rankings:
+    sparse: Ranked | None = None
+    dense: Ranked | None = None
+    signals: Ranked | None = None
+
+
+def rank(
+    index: CorpusIndex, chunk_scores: FloatArray, doc_mask: BoolArray, depth: int, floor: float
+) -> Ranked:
+    """Documents ranked by their best chunk's score (those above ``floor``), ``depth`` kept."""
+    per_doc = index.best_per_doc(chunk_scores, floor)
+    eligible = np.flatnonzero(doc_mask & (per_doc > floor))
+    if len(eligible) > depth:
+        part = np.argpartition(-per_doc[eligible], depth - 1)[:depth]
+        eligible = eligible[part]
+    order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), index.doc_ids[d]))
+    return Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, per_doc=per_doc)
+
+
+def rank_documents(
+    index: CorpusIndex,
+    query: ParsedQuery,
+    chunk_scores: FloatArray,
+    depth: int,
+) -> Ranked:
+    """Documents ranked by BM25F over their whole text, words plus word pairs (phrases);
+    chunk scores kept for the passage."""
+    assert index.doc_bm25 is not None
+    mask = query.doc_mask
+    per_doc = index.doc_bm25.scores(query.terms, mask)
+    if index.doc_phrases is not None and query.pairs and PHRASE_WEIGHT:
+        per_doc += PHRASE_WEIGHT * index.doc_phrases.scores(query.pairs, mask)
+    if PASSAGE_WEIGHT:  # passage-level evidence beside the document's (Callan 1994)
+        per_doc += PASSAGE_WEIGHT * index.best_per_doc(chunk_scores, 0.0)
+    eligible = np.flatnonzero(mask & (per_doc > 0))
+    if len(eligible) > depth:
+        eligible = eligible[np.argpartition(-per_doc[eligible], depth - 1)[:depth]]
+    order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), index.doc_ids[d]))
+    return Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, "document", per_doc)
+
+
+def both(whole: Ranked, best: Ranked) -> Ranked:
+    """Whole-document and best-chunk rankings fused with equal-weight RRF."""
+    fused = rrf({"document": [str(d) for d in whole.order], "chunk": [str(d) for d in best.order]})
+    order = [int(d) for d in ranked(fused)][: max(len(whole.order), len(best.order))]
+    return Ranked(
+        order, {d: fused[str(d)] for d in order}, best.chunk_scores, "both", whole.per_doc
+    )

@@ -1,0 +1,72 @@
+"""The one fit pipeline: style-balanced fit, the operating point by the two costs, held-out
+figures and the precedence rule (evaluation/fitting.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, ConfidenceModel
+from seenbefore.evaluation import fitting
+from seenbefore.evaluation.fitting import Labelled
+
+IDENTITY = ConfidenceModel({"passage_coverage": 1.0}, 0.0)  # p = sigmoid(x)
+
+
+def _p_rows(ps: list[float], right: bool, style: str) -> list[Labelled]:
+    import math
+
+    # x chosen so that the identity model predicts exactly p
+    return [Labelled({"passage_coverage": math.log(p / (1 - p))}, right, style) for p in ps]
+
+
+def test_lo_keeps_false_no_precedent_at_5_percent_in_every_style_and_hi_at_5_percent_found() -> (
+    None
+):
+    alerts = _p_rows([0.3 + 0.01 * i for i in range(20)], True, "alert")  # 0.30 .. 0.49
+    updates = _p_rows([0.1 + 0.01 * i for i in range(20)], True, "update")  # 0.10 .. 0.29
+    wrong = _p_rows([0.02 * i + 0.01 for i in range(20)], False, "alert")  # 0.01 .. 0.39
+    off = _p_rows([0.05, 0.56], False, "off-domain")
+    lo, hi, rule = fitting.operating_point(IDENTITY, [*alerts, *updates, *wrong, *off])
+    # 40 cases with their precedent first, 20 per style, each style half the weight: 5 % of
+    # the weight lies below the third-lowest, 0.12 (an update case): no style alone sets it
+    assert lo == pytest.approx(0.12, abs=1e-4)
+    assert "(alert, update)" in rule
+    # no off-domain case may be "found": hi sits just above the highest one
+    assert hi == pytest.approx(0.56, abs=1e-4)
+    model = ConfidenceModel(IDENTITY.weights, 0.0, lo=lo, hi=hi)
+    assert [model.verdict(p) for p in (0.1, 0.3, 0.6)] == [NONE, POSSIBLE, FOUND]
+
+
+def test_a_style_with_too_few_cases_does_not_set_a_threshold() -> None:
+    rows = _p_rows([0.9] * 20, True, "alert") + _p_rows([0.02], True, "rare")
+    lo, hi, rule = fitting.operating_point(IDENTITY, rows)
+    # the one "rare" case (p 0.02) does not pull lo down: the alert style's 0.9 sets it, which
+    # meets hi (0.6, nothing wrong to place it by), so lo sits just under hi
+    assert (lo, hi) == (pytest.approx(0.59), pytest.approx(0.6))
+    assert "same (alert)" in rule and "no middle band" in rule
+
+
+def test_fit_is_style_balanced_and_reports_held_out_figures_per_style() -> None:
+    # a large easy style and a small hard one: balanced, the hard one still counts
+    easy = [Labelled({"passage_coverage": 1.0}, True, "opening") for _ in range(200)] + [
+        Labelled({"passage_coverage": 0.0}, False, "opening") for _ in range(200)
+    ]
+    hard = [Labelled({"passage_coverage": 0.6}, True, "alert") for _ in range(15)] + [
+        Labelled({"passage_coverage": 0.4}, False, "alert", False) for _ in range(15)
+    ]
+    made = fitting.fit([*easy, *hard], [*easy, *hard], source="test")
+    assert made.model.weights["passage_coverage"] > 0
+    assert set(made.held_out) == {"all", "alert", "opening"}
+    alert = made.held_out["alert"]
+    assert alert["cases"] == 30 and alert["right_first"] == 15
+    assert alert["false_no_precedent_when_first"] <= 0.05
+    assert made.model.metrics["rule"] == made.rule
+
+
+def test_the_precedence_rule_compares_log_loss_on_the_same_cases() -> None:
+    rows = _p_rows([0.9] * 10, True, "a") + _p_rows([0.1] * 10, False, "a")
+    sure = ConfidenceModel(IDENTITY.weights, 0.0)
+    flat = ConfidenceModel({}, 0.0)
+    assert fitting.beats(sure, flat, rows)[0] is True
+    assert fitting.beats(flat, sure, rows)[0] is False
+    assert fitting.beats(sure, None, rows)[0] is True

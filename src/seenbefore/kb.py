@@ -11,6 +11,7 @@ module does not import the evaluation code that fits the models it reads."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
+from seenbefore.limits import empty_reason
 from seenbefore.plugins import configured_embedder
 from seenbefore.retrieval.context import (
     SearchContext,
@@ -258,6 +260,11 @@ class KnowledgeBase:
             )
         return context
 
+    def index_generation(self) -> int | None:
+        """The store generation the in-memory search context was built for (None before the first
+        search): a cheap read for readiness probes, which must not build anything."""
+        return self._context.generation if self._context is not None else None
+
     def _index_at(self, generation: int) -> CorpusIndex:
         if self._index is None or self._index.generation != generation:
             local = self.store.local_file  # the BM25 sidecar lives beside a local store file
@@ -302,7 +309,13 @@ class KnowledgeBase:
             gate=context.gate,
             scoring=context.scoring(plan),
         )
-        return retriever.search(text, view.search_filters(filters), plan, embedder)
+        result = retriever.search(text, view.search_filters(filters), plan, embedder)
+        masks = view.masks(context.index)  # supersession as the caller's tiers see it
+        return dataclasses.replace(
+            result,
+            documents_visible=int(masks.doc_mask(filters).sum()),
+            empty_because=None if result.candidates else empty_reason(masks, filters),
+        )
 
     def status(self, tiers: Sequence[str] = ("general",)) -> dict[str, Any]:
         """The dense side's state; chunk counts cover only documents visible to ``tiers``."""

@@ -85,7 +85,10 @@ def check_filters(filters: SearchFilters, *, since: str = "since", until: str = 
 
 
 def empty_reason(
-    index: Masked, filters: SearchFilters, *, superseded_hint: str = "--include-superseded"
+    index: Masked,
+    filters: SearchFilters,
+    *,
+    superseded_hint: str = "superseded versions (CLI --include-superseded, API include_superseded)",
 ) -> str | None:
     """Which filter left no document to search, applying them in order (tiers, status,
     services, dates); None when documents passed every filter (the query found nothing).

@@ -161,6 +161,10 @@ class SearchResult:
     dense_embedder: str | None = None
     confidence_model_key: str | None = None
     confidence_model_fit: ModelFit | None = None
+    # the documents the caller's filters leave (supersession as their tiers see it), and, when
+    # nothing was found, which filter left nothing to search (None: the query matched nothing)
+    documents_visible: int = 0
+    empty_because: str | None = None
 
     @property
     def scored(self) -> bool:

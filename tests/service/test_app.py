@@ -70,6 +70,19 @@ def test_health_and_readiness(service: Service) -> None:
     assert ready.json()["generation"] >= 3
 
 
+def test_readyz_reads_state_and_never_builds_the_index(service: Service) -> None:
+    kb = service.client.app.state.service.kb  # type: ignore[attr-defined]
+    kb.index()
+    before = kb.index_generation()
+    kb.store.set_json("test.readyz", {"written": True})  # a write: the generation moves
+    assert kb.store.generation() != before
+    ready = service.client.get("/readyz").json()
+    assert ready["status"] == "ready" and ready["index"] == "stale"
+    assert kb.index_generation() == before  # the probe built nothing
+    kb.index()  # the next search's work
+    assert service.client.get("/readyz").json()["index"] == "current"
+
+
 def test_readyz_is_503_before_startup_and_when_the_store_fails(tmp_path: Path) -> None:
     app = create_app(service_settings(tmp_path / "home"))
     client = TestClient(app)  # not entered: the lifespan has not loaded the KB

@@ -16,7 +16,7 @@ from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, pr
 from seenbefore.cli.security import record_local
 from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
-from seenbefore.limits import check_filters, check_k, check_query, empty_reason
+from seenbefore.limits import check_filters, check_k, check_query
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.retrieval.output import result_json
 from seenbefore.types import SearchFilters, SearchResult
@@ -102,12 +102,10 @@ def search(
             tiers=[c.access_tier for c in result.candidates],
             detail={"mode": result.mode, "k": k},
         )
-        masks = kb.supersession().masks(kb.index())  # supersession as the caller's tiers see it
-        emptied = empty_reason(masks, filters) if not result.candidates else None
     if as_json:
-        print_json({**result_json(result, explain=explain), "empty_because": emptied})
+        print_json({**result_json(result, explain=explain), "empty_because": result.empty_because})
         return
-    render_result(result, emptied)
+    render_result(result, result.empty_because)
     if explain:
         render_explain(result)
 

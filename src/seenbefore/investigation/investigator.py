@@ -133,9 +133,7 @@ class Investigator:
                 "tiers": list(self.tiers),
                 "excluded": list(self.exclude),
                 "k": self.k,
-                "documents_visible": int(
-                    self.kb.supersession().masks(self.kb.index()).doc_mask(filters).sum()
-                ),
+                "documents_visible": result.documents_visible,
                 **({"rewrite": rewrite} if rewrite is not None else {}),
             },
             gate=result.gate.as_dict() if result.gate else {},

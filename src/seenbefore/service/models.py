@@ -34,10 +34,18 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
 
 
+IndexState = Literal["current", "stale", "not built"]
+
+
 class Readiness(BaseModel):
     status: Literal["ready", "not ready"]
     reason: str = ""
     generation: int | None = None
+    index: IndexState | None = Field(
+        default=None,
+        description="the in-memory search index against the store's generation: 'stale' or "
+        "'not built' is rebuilt by the next search (a probe never builds it)",
+    )
 
 
 # -- search --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 
 from seenbefore.errors import SeenbeforeError
 from seenbefore.service.deps import ServiceState, service_state
-from seenbefore.service.models import Health, Readiness
+from seenbefore.service.models import Health, IndexState, Readiness
 
 router = APIRouter(tags=["health"])
 
@@ -34,12 +34,15 @@ def readyz(state: Annotated[ServiceState, Depends(service_state)]) -> JSONRespon
     if state.kb is None or state.workflow is None:
         body = Readiness(status="not ready", reason=state.not_ready)
         return JSONResponse(body.model_dump(), status_code=503)
-    try:
+    try:  # reads state only: building the index is the next search's work, never a probe's
         generation = state.kb.store.generation()
-        state.kb.index()
+        built = state.kb.index_generation()
     except Exception as exc:  # store errors, sqlite3 errors, I/O: not ready, never a 500
         # our errors say what failed and what to do (and name a database without its password)
         why = f"{type(exc).__name__}: {exc}" if isinstance(exc, SeenbeforeError) else ""
         body = Readiness(status="not ready", reason=f"store unusable: {why or type(exc).__name__}")
         return JSONResponse(body.model_dump(), status_code=503)
-    return JSONResponse(Readiness(status="ready", generation=generation).model_dump())
+    index: IndexState = (
+        "not built" if built is None else ("current" if built == generation else "stale")
+    )
+    return JSONResponse(Readiness(status="ready", generation=generation, index=index).model_dump())

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from seenbefore.errors import InputError
-from seenbefore.limits import empty_reason
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.output import result_json
 from seenbefore.service import actions
@@ -33,8 +32,5 @@ def search(body: SearchIn, app: App, who: Viewer) -> SearchOut:
     )
     result = actions.search(app, who, body.query, filters, SearchOptions(k=body.k, mode=body.mode))
     out = search_out(result)
-    if not result.candidates:  # say which filter emptied it, as the CLI does
-        hint = "include_superseded: true"
-        masks = app.kb.supersession().masks(app.kb.index())  # supersession as the caller sees it
-        out.empty_because = empty_reason(masks, filters, superseded_hint=hint)
+    out.empty_because = result.empty_because  # which filter emptied it, as the CLI says
     return out

@@ -37,8 +37,7 @@ def analyse(text: str, *, stem: bool, ngram: int = 1) -> list[str]:
     """Index terms of ``text``: word tokens (``ngram`` 1), or pairs of content words that stand
     next to each other (``ngram`` 2: "error rates", "us east"), the same on both sides. A stop
     word between two words breaks the pair: "rates in the US" is not the phrase "rates us"
-    (pairs across stop words cost SciFact 0.014 nDCG@10 and graphrca 0.036 Hit@1;
-    benchmarks/results/realtext.json, beir.json)."""
+    (the measurement behind this rule: docs/decisions.md)."""
     words = tokenize(text)
     tokens = list(_stemmer().stemWords(words)) if stem else words  # type: ignore[attr-defined]
     if ngram == 2:

@@ -25,8 +25,8 @@ from seenbefore.types import SearchFilters
 
 log = logging.getLogger(__name__)
 
-# BM25F field weights (front matter: title, type, services, tags, signals; body). Measured by
-# benchmarks/realtext.py on the AWS events, graphrca and the sample KB's golden cases.
+# BM25F field weights (front matter: title, type, services, tags, signals; body); this and the
+# two weights below: how they were chosen is in docs/decisions.md.
 FIELD_WEIGHTS = (2.0, 1.0)
 # weight of the word-pair (phrase) BM25F score added to the word score when ranking documents
 PHRASE_WEIGHT = 1.0

@@ -51,8 +51,7 @@ from seenbefore.types import (
 __all__ = ["MODES", "HybridRetriever", "QueryPlan", "Scoring", "SearchOptions"]
 # Dense votes on a query only while sparse's top document stands less than this far above its
 # second (log1p of standard deviations of the query's BM25 scores over the visible documents).
-# Chosen on the dev sets (benchmarks/verdict.py): with it the default ranks at least as well as
-# its best single retriever on every one, where a fixed weight lost to sparse on some.
+# How the value was chosen: docs/decisions.md.
 DENSE_VOTE_GAP = 1.0
 
 

@@ -27,10 +27,8 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float32]
 
-# A postmortem's n-th recorded signal weighs 1 / (1 + POSITION_DECAY * n). Chosen among 0, 0.5
-# and 1 on the simulated anomaly cases (benchmarks/anomalies.py: combined type Hit@1 and
-# confidence AUROC 0.991 / 0.961 at 0.5; 0.991 / 0.954 at 0; 0.982 / 0.961 at 1, where
-# cpu_saturation confidence failed on 7 of 16 seeds) -- tuned on the data it is reported on.
+# A postmortem's n-th recorded signal weighs 1 / (1 + POSITION_DECAY * n) (how the value was
+# chosen, and on what: docs/decisions.md).
 POSITION_DECAY = 0.5
 
 

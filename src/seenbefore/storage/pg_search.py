@@ -25,8 +25,7 @@ from seenbefore.storage.pg_schema import KEYWORD_FUNCTION
 from seenbefore.types import SearchFilters
 
 # ts_rank_cd normalisation flags: 4 (divide by the mean harmonic distance between extents) | 1
-# (divide by 1 + log(length)). SciFact test nDCG@10 (beir.py --backend postgres): 0: 0.345,
-# 1: 0.371, 2: 0.390, 4: 0.441, 5: 0.448, 6: 0.371; BM25 unstemmed in memory: 0.667.
+# (divide by 1 + log(length)); the measurement behind the choice: docs/decisions.md.
 RANK_NORMALIZATION = 5
 HNSW_EF_SEARCH_MAX = 1000
 CHUNKS_PER_DOCUMENT = 3  # dense: neighbours fetched per wanted document (best chunk per document)

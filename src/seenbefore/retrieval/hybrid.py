@@ -38,7 +38,7 @@ from seenbefore.retrieval.ranking import (
     rank_documents,
 )
 from seenbefore.retrieval.tokenize import query_terms
-from seenbefore.storage.base import Store
+from seenbefore.storage.supersession import SearchReads
 from seenbefore.types import (
     Candidate,
     GateReport,
@@ -60,7 +60,7 @@ class HybridRetriever:
     metadata and chunks (``store`` may be a caller's supersession view of it)."""
 
     def __init__(
-        self, store: Store, index: CorpusIndex, *, gate: GateDecision, scoring: Scoring
+        self, store: SearchReads, index: CorpusIndex, *, gate: GateDecision, scoring: Scoring
     ) -> None:
         self.store = store
         self.index = index

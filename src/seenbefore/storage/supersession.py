@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.types import SearchFilters, Status, StoredDocument
+from seenbefore.types import Chunk, SearchFilters, Status, StoredDocument
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class Supersession:
     def document(self, doc: StoredDocument, tiers: Sequence[str]) -> StoredDocument:
         return as_seen(doc, self.superseded_by(doc.postmortem.id, tiers))
 
-    def reads(self, store: Any, tiers: Sequence[str]) -> CallerReads:
+    def reads(self, store: SearchReads, tiers: Sequence[str]) -> CallerReads:
         return CallerReads(store, self, tuple(tiers))
 
     def masks(self, index: Any) -> CallerMasks:
@@ -146,12 +146,21 @@ class CallerMasks:
         return mask
 
 
-class CallerReads:
-    """A store whose ``documents_meta`` answers as the caller sees it; everything else is the
-    store's own. Handed to the retriever, so candidates carry the caller's status and
-    ``superseded_by`` and are ranked current-first by *that* status."""
+class SearchReads(Protocol):
+    """What a search reads of the store after ranking: the top candidates' metadata and their
+    chunks (the retriever's whole port; the store and :class:`CallerReads` both provide it)."""
 
-    def __init__(self, store: Any, view: Supersession, tiers: tuple[str, ...]) -> None:
+    def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
+
+    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
+
+
+class CallerReads:
+    """The store's search reads with ``documents_meta`` answering as the caller sees it. Handed to
+    the retriever, so candidates carry the caller's status and ``superseded_by`` and are ranked
+    current-first by *that* status."""
+
+    def __init__(self, store: SearchReads, view: Supersession, tiers: tuple[str, ...]) -> None:
         self._store = store
         self._view = view
         self._tiers = tiers
@@ -160,5 +169,5 @@ class CallerReads:
         docs: Mapping[str, StoredDocument] = self._store.documents_meta(doc_ids)
         return {k: self._view.document(v, self._tiers) for k, v in docs.items()}
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]:
+        return self._store.chunks_by_id(chunk_ids)

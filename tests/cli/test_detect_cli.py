@@ -79,3 +79,67 @@ def test_nab_command_on_a_small_labelled_tree(tmp_path: Path) -> None:
     assert len(written) == 1
     header = written[0].read_text().splitlines()[0]
     assert header == "timestamp,value,anomaly_score,label"
+
+
+def _spiky_csv(path: Path, n: int = 400, spike_at: int = 300) -> Path:
+    """Two metrics no packaged rule watches, noise only, and a spike on one of them."""
+    rng = np.random.default_rng(3)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    depth = 100 + rng.normal(0, 4, n)
+    depth[spike_at : spike_at + 5] += 300
+    latency = 20 + rng.normal(0, 1, n)
+    lines = ["timestamp,queue_depth,latency_ms"] + [
+        f"{(start + dt.timedelta(minutes=i)).isoformat()},{depth[i]:.3f},{latency[i]:.3f}"
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_detect_csv_runs_the_ensemble_on_every_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
+    from seenbefore.detection.pipeline import DetectionParams, detect
+    from seenbefore.detection.telemetry import read_csv
+
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path))
+    csv = _spiky_csv(tmp_path / "svc.csv")
+    result = runner.invoke(app, ["detect", "--csv", str(csv), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    ran = payload["detector"]
+    assert ran["name"] == "ensemble" and ran["scored_points"] == 400
+    assert ran["parameters"]["members"] == ["spatial", "sequence", "delta"]
+    assert ran["learning_period"]["points"] == 60  # NAB's 15 %
+    assert ran["learning_period"]["seconds"] == 3600.0
+    assert ran["learning_period"]["until"].startswith("2026-01-01T01:00:00")
+    [spike] = payload["anomalies"]  # the noise alone opens nothing
+    assert spike["start"].startswith("2026-01-01T05:00") and spike["score"] >= 0.5
+    assert spike["rules"] == [] and [d["metric"] for d in spike["deviations"]] == ["queue_depth"]
+
+    telemetry = read_csv(csv)
+    report = detect(telemetry, params=DetectionParams(detector="ensemble"))
+    [scores] = report.scores.values()
+    _, X = telemetry.matrix(next(iter(telemetry.series)))
+    each = [StreamingEnsemble(probation=60, **DEFAULT_PARAMS).fit(c).scores_ for c in X.T]
+    assert len(scores) == 400 and np.array_equal(scores, np.max(each, axis=0))
+    assert np.all(scores[:60] > 0)  # the learning period is scored too (0.5 -> 0.03 on NAB's scale)
+
+    text = runner.invoke(app, ["detect", "--csv", str(csv)])
+    assert text.exit_code == 0, text.output
+    assert "streaming ensemble" in text.output and "learning period 60 points" in text.output
+
+
+def test_detect_csv_with_the_isolation_forest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path))
+    csv = _spiky_csv(tmp_path / "svc.csv")
+    result = runner.invoke(app, ["detect", "--csv", str(csv), "--detector", "iforest", "--json"])
+    assert result.exit_code == 0, result.output
+    ran = json.loads(result.stdout)["detector"]
+    assert ran["name"] == "iforest" and ran["learning_period"]["points"] == 120  # 30 %
+    assert ran["scored_points"] == 280 and ran["parameters"]["n_estimators"] == 200
+    bad = runner.invoke(app, ["detect", "--csv", str(csv), "--detector", "psychic"])
+    assert bad.exit_code != 0 and "ensemble or iforest" in bad.output

@@ -140,6 +140,29 @@ def test_online_ensemble_matches_the_batch_point_by_point() -> None:
         online.update(float("nan"))
 
 
+def test_online_ensemble_memory_is_bounded() -> None:
+    """Its state is what the arithmetic reads again, not the whole stream; the scores stay the
+    batch's when ``history`` is short enough for old rows to be dropped."""
+    from seenbefore.detection.online import OnlineEnsemble
+
+    x = series(6000, seed=1)
+    x[5000:5010] += 8
+    online = OnlineEnsemble(probation=300, history=500)
+    got, held = [], []
+    for i, v in enumerate(x):
+        got.append(online.update(v))
+        if i + 1 in (1000, 3000, 6000):
+            held.append(online.retained())
+    batch = StreamingEnsemble(probation=300, history=500, **DEFAULT_PARAMS).fit(x).scores_
+    assert np.allclose(got, batch, rtol=0, atol=1e-12)
+    contexts = 2 * (15 + 15**2 + 15**3 + 15**4)  # sequence and delta: (3 * bins) ** (k + 1)
+    bound = 501 + 2 * (4 + 10 + 501) + contexts
+    assert all(h <= bound for h in held)
+    assert held[2] - held[1] < 300  # only new contexts; the old state was 3 numbers per row
+    assert len(online.values_.items) == 501 and online.values_.count == 6000
+    assert all(not n.inputs for n in online.novelty_.values())  # freed after probation
+
+
 def test_shipped_ensemble_is_causal_inside_probation_too() -> None:
 
     x = series()

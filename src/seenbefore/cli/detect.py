@@ -115,6 +115,7 @@ def report_json(report: DetectionReport) -> dict[str, Any]:
         ],
         "precision": precision,
         "recall": recall,
+        "detector": report.detector,
     }
 
 
@@ -148,14 +149,26 @@ def detect_command(
     investigate: Annotated[
         bool, typer.Option(help="draft a hypothesis for each anomaly from the knowledge base")
     ] = False,
+    detector: Annotated[
+        str | None,
+        typer.Option(
+            help="ensemble (the NAB-scored streaming ensemble: the default for --csv and "
+            "--prometheus) or iforest (the Isolation Forest: the simulator's default)"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
+    if detector not in (None, "ensemble", "iforest"):
+        raise InputError(f"--detector is {detector!r}; use ensemble or iforest")
     live = LiveQuery(query=query, since=since, step=step)
     telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus, live)
+    chosen = detector or ("ensemble" if csv or prometheus else "iforest")
     with console.status("fitting and scoring", spinner="dots") if not as_json else nullcontext():
         report = detect(
-            telemetry, params=DetectionParams(train_minutes=train), rules=load_rules(rules)
+            telemetry,
+            params=DetectionParams(train_minutes=train, detector=chosen),
+            rules=load_rules(rules),
         )
     drafts = _investigate(report, telemetry) if investigate else {}
     routed = _route(report, drafts) if notify else {}
@@ -172,6 +185,7 @@ def detect_command(
         f"[bold]{len(report.anomalies)} anomalies[/] ({len(report.triage.duplicates)} duplicates "
         f"merged, {len(report.triage.suppressed)} suppressed as flapping)"
     )
+    _say_detector(report.detector)
     for a in sorted(report.anomalies, key=lambda a: (a.severity or "SEV5", a.start)):
         truth = report.matches.get(a.id) or "[red]false alarm[/]"
         console.print(
@@ -191,6 +205,17 @@ def detect_command(
         )
     if notify:
         console.print(f"routed: {routed or 'nothing (no [notify] configuration)'}")
+
+
+def _say_detector(ran: dict[str, Any]) -> None:
+    name = {"ensemble": "streaming ensemble (per metric, anomaly likelihood; service: max)"}
+    learn = ran.get("learning_period", {})
+    console.print(
+        f"[dim]detector: {name.get(ran.get('name', ''), 'Isolation Forest')}; learning period "
+        f"{learn.get('points', 0)} points ({dt.timedelta(seconds=learn.get('seconds', 0))}): "
+        f"{learn.get('note', '')}[/]",
+        highlight=False,
+    )
 
 
 def _route(report: DetectionReport, drafts: dict[str, Any]) -> dict[str, list[str]]:

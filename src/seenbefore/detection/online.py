@@ -7,11 +7,18 @@ detector pays a constant cost per point; a test checks that feeding a series poi
 gives the batch scores. Sequence quantisers need the probationary period's range, so their raw
 scores for those rows are computed when the period ends; the likelihood reports 0.5 until
 then, as in the batch.
+
+Memory is bounded: what is kept is what the arithmetic reads again, i.e. the inputs of the
+probationary period until it ends, the last ``order + 1`` symbols and the contexts seen (at most
+``(3 * bins) ** (order + 1)``), the last ``averaging_window`` raw scores, and the last
+``history + 1`` averaged scores and values (the likelihood's Gaussian reads at most ``history``
+rows back). :meth:`OnlineEnsemble.retained` counts it.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,28 +42,51 @@ def _log(tail: float) -> float:
     return min(1.0, max(0.0, math.log(tail + LOG_EPSILON) / _LOG_EPS))
 
 
+class _Tail:
+    """The last ``keep`` items of a sequence, read by their absolute index."""
+
+    def __init__(self, keep: int) -> None:
+        self.items: deque[float] = deque(maxlen=max(1, keep))
+        self.count = 0  # items appended so far
+
+    def append(self, v: float) -> None:
+        self.items.append(v)
+        self.count += 1
+
+    def __getitem__(self, i: int) -> float:
+        return self.items[i - (self.count - len(self.items))]
+
+    def slice(self, lo: int, hi: int) -> list[float]:
+        first = self.count - len(self.items)
+        if lo < first:
+            raise AssertionError(f"row {lo} is no longer kept (from {first})")
+        return [self.items[i - first] for i in range(lo, hi)]
+
+
 class _Novelty:
     """Sequence novelty of a stream of inputs (values or changes), quantised over the range of
-    the first ``probation`` inputs."""
+    the first ``probation`` inputs; ``push`` returns the raw scores it completes (none during
+    the probationary period, all of them when it ends, then one per input)."""
 
     def __init__(self, probation: int, bins: int, order: int) -> None:
         self.probation, self.bins, self.order = probation, bins, order
-        self.inputs: list[float] = []
-        self.raw: list[float] = []
-        self.symbols: list[int] = []
+        self.inputs: list[float] = []  # only until the range is known
+        self.symbols: deque[int] = deque(maxlen=order + 1)
+        self.n_symbols = 0
         self.seen: set[tuple[int, ...]] = set()
         self.range: tuple[float, float] | None = None
 
-    def push(self, v: float) -> None:
-        self.inputs.append(v)
+    def push(self, v: float) -> list[float]:
         if self.range is not None:
-            self.raw.append(self._novelty(self._symbol(v)))
-        elif len(self.inputs) >= self.probation:
-            head = self.inputs[: max(1, self.probation)]
-            lo, span = min(head), max(head) - min(head)
-            self.range = (lo, span if span > 0.0 else max(0.01 * abs(lo), 1.0))
-            for u in self.inputs:
-                self.raw.append(self._novelty(self._symbol(u)))
+            return [self._novelty(self._symbol(v))]
+        self.inputs.append(v)
+        if len(self.inputs) < self.probation:
+            return []
+        head = self.inputs[: max(1, self.probation)]
+        lo, span = min(head), max(head) - min(head)
+        self.range = (lo, span if span > 0.0 else max(0.01 * abs(lo), 1.0))
+        inputs, self.inputs = self.inputs, []
+        return [self._novelty(self._symbol(u)) for u in inputs]
 
     def _symbol(self, v: float) -> int:
         lo, span = self.range or (0.0, 1.0)
@@ -67,13 +97,15 @@ class _Novelty:
 
     def _novelty(self, symbol: int) -> float:
         self.symbols.append(symbol)
-        t = len(self.symbols) - 1
+        t = self.n_symbols
+        self.n_symbols += 1
         k_max = min(self.order, t)
         if k_max == 0:
             return 0.0
+        last = list(self.symbols)
         new = 0
         for k in range(1, k_max + 1):
-            key = tuple(self.symbols[t - k : t + 1])
+            key = tuple(last[len(last) - k - 1 :])
             if key not in self.seen:
                 self.seen.add(key)
                 new += 1
@@ -87,24 +119,26 @@ class _Likelihood:
         self.learning = probation // 2
         self.start = max(1, probation)
         self.window, self.history, self.period = window, history, max(1, period)
-        self.avg: list[float] = []
+        self.raw: deque[float] = deque(maxlen=max(1, window))
+        self.avg = _Tail(max(2, history + 1))
         self.dist = (0.5, 1e3)
         self.prev_red = False
 
-    def score(self, t: int, raw: list[float], values: list[float]) -> float:
-        while len(self.avg) < len(raw):
-            i = len(self.avg)
-            window = raw[max(0, i - self.window + 1) : i + 1]
-            self.avg.append(math.fsum(window) / len(window))
+    def feed(self, raw: list[float]) -> None:
+        for r in raw:
+            self.raw.append(r)
+            self.avg.append(math.fsum(self.raw) / len(self.raw))
+
+    def score(self, t: int, values: _Tail) -> float:
         if t < self.start:
             self.prev_red = False
             return _log(0.5)
         if t == self.start or t % self.period == 0:
             lo = max(self.learning, t - self.history, 0)
             lo = max(0, t - 1) if lo >= t else lo
-            a = np.asarray(self.avg[lo:t])
+            a = np.asarray(self.avg.slice(lo, t))
             mean, var = max(float(a.mean()), MEAN_FLOOR), max(float(a.var()), VARIANCE_FLOOR)
-            if float(np.var(np.asarray(values[lo:t]))) < FLAT_VARIANCE:
+            if float(np.var(np.asarray(values.slice(lo, t)))) < FLAT_VARIANCE:
                 mean, var = 0.5, 1e6
             self.dist = (mean, math.sqrt(var))
         mean, std = self.dist
@@ -153,7 +187,8 @@ class OnlineEnsemble:
             )
         params = self.member_params or {}
         self.t_ = 0
-        self.values_: list[float] = []
+        self.values_ = _Tail(max(2, self.history + 1))  # what the likelihoods' flat test reads
+        self.previous_ = math.nan
         self.lo_ = self.hi_ = math.nan
         self.quiet_until_ = -1
         self.novelty_: dict[str, _Novelty] = {}
@@ -175,19 +210,31 @@ class OnlineEnsemble:
         if not math.isfinite(v):
             raise InputError(f"value {value!r} at row {self.t_} is not finite; repair it first")
         t = self.t_
-        previous = self.values_[-1] if self.values_ else v
+        previous = v if t == 0 else self.previous_
+        self.previous_ = v
         self.values_.append(v)
         score = self._spatial(v) if "spatial" in self.members else 0.0
         for name, novelty in self.novelty_.items():
-            novelty.push(v - previous if name == "delta" else v)
-            calibrated = self.likelihood_[name].score(t, novelty.raw, self.values_)
-            score = max(score, calibrated)
+            likelihood = self.likelihood_[name]
+            likelihood.feed(novelty.push(v - previous if name == "delta" else v))
+            score = max(score, likelihood.score(t, self.values_))
         self.t_ += 1
         if t <= self.quiet_until_:
             return score * self.damp
         if score >= self.fire:
             self.quiet_until_ = t + int(self.rest_fraction * self.probation)
         return score
+
+    def retained(self) -> int:
+        """How many numbers (values, scores, symbols, seen contexts) the state holds now."""
+        if not hasattr(self, "t_"):
+            return 0
+        held = len(self.values_.items)
+        for name, novelty in self.novelty_.items():
+            likelihood = self.likelihood_[name]
+            held += len(novelty.inputs) + len(novelty.symbols) + len(novelty.seen)
+            held += len(likelihood.raw) + len(likelihood.avg.items)
+        return held
 
     def _spatial(self, v: float) -> float:
         lo, hi = self.lo_, self.hi_

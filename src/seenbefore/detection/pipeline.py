@@ -1,5 +1,12 @@
-"""Detection end to end: fit per service on clean history, score, build anomalies, apply rules,
-triage, and (for simulated data) match against the injected ground truth."""
+"""Detection end to end: score each service, build anomalies, apply rules, triage, and (for
+simulated data) match against the injected ground truth.
+
+Two detectors (``DetectionParams.detector``): ``"iforest"`` fits a
+:class:`WindowIsolationForest` per service on the first ``train_minutes`` points (clean
+history; those points are not scored) and scores the rest; ``"ensemble"`` runs the NAB-scored
+streaming ensemble per metric on every point and takes the service score as the maximum over
+its metrics (:mod:`seenbefore.detection.service_ensemble` states the rule and the score scale).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,11 @@ import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from seenbefore.detection import service_ensemble as ens
 from seenbefore.detection.detector import WindowIsolationForest
 from seenbefore.detection.events import EventPolicy, build_anomalies
 from seenbefore.detection.features import Array
@@ -31,6 +40,8 @@ class DetectionParams:
     n_estimators: int = 200
     seed: int = 0
     events: EventPolicy = field(default_factory=EventPolicy)
+    detector: str = "iforest"  # or "ensemble" (the default of `detect --csv/--prometheus`)
+    probation: int | None = None  # ensemble learning period; None: NAB's 15 %, at most 750
 
 
 @dataclass
@@ -41,6 +52,7 @@ class DetectionReport:
     signatures: dict[str, str]
     truth: list[Incident]
     matches: dict[str, str | None]  # anomaly id -> incident kind it matches (None: false alarm)
+    detector: dict[str, Any] = field(default_factory=dict)  # what ran (service_ensemble.describe)
 
     @property
     def anomalies(self) -> list[Anomaly]:
@@ -74,37 +86,55 @@ def detect(
     rules = load_rules() if rules is None else rules
     triage = triage or Triage(criticality={n: s.criticality for n, s in telemetry.services.items()})
     n = len(telemetry.timestamps)
-    if n < params.train_minutes + 10:
+    if params.detector not in ("iforest", "ensemble"):
+        raise InputError(f"detector is {params.detector!r}; use 'ensemble' or 'iforest'")
+    ensemble = params.detector == "ensemble"
+    needed = ens.MIN_POINTS if ensemble else params.train_minutes + 10
+    if n < needed:
         raise InputError(
-            f"{n} points of telemetry; the detector needs {params.train_minutes} points of "
-            "clean history plus at least 10 to score: give a longer series (more rows, a "
-            "longer --since, or more --hours when simulating)"
+            f"{n} points of telemetry; the {params.detector} detector needs at least {needed}"
+            + ("" if ensemble else f" ({params.train_minutes} of clean history plus 10 to score)")
+            + ": give a longer series (more rows, a longer --since, or more --hours when "
+            "simulating)"
         )
+    learning = ens.learning_period(n, params.probation) if ensemble else params.train_minutes
+    policy = ens.ENSEMBLE_POLICY if ensemble else params.events
     anomalies: list[Anomaly] = []
     hits: list[RuleHit] = []
     scores: dict[str, Array] = {}
+    unconfirmed = 0
     for service in sorted(telemetry.series):
         spec = telemetry.services[service]
         metrics, X = telemetry.matrix(service)
-        detector = WindowIsolationForest(
-            window=params.window, n_estimators=params.n_estimators, random_state=params.seed
-        ).fit(X[: params.train_minutes])
-        s = np.zeros(n)
-        s[params.train_minutes :] = detector.anomaly_score(X, start=params.train_minutes)
+        if ensemble:
+            s, _ = ens.score_service(X, probation=learning)
+            level_median, level_scale = ens.learned_level(X, learning)
+        else:
+            detector = WindowIsolationForest(
+                window=params.window, n_estimators=params.n_estimators, random_state=params.seed
+            ).fit(X[:learning])
+            s = np.zeros(n)
+            s[learning:] = detector.anomaly_score(X, start=learning)
+            level_median, level_scale = detector.level_median_, detector.level_scale_
         scores[service] = s
-        anomalies += build_anomalies(
+        found = build_anomalies(
             service=service,
             cloud=spec.cloud,
             region=spec.region,
             timestamps=telemetry.timestamps,
             metrics=metrics,
             X=X,
-            scores=s,
+            # the ensemble scores every point; its anomalies open after the learning period
+            scores=np.where(np.arange(n) >= learning, s, 0.0) if ensemble else s,
             window=params.window,
-            policy=params.events,
-            level_median=detector.level_median_,
-            level_scale=detector.level_scale_,
+            policy=policy,
+            level_median=level_median,
+            level_scale=level_scale,
         )
+        if ensemble:  # confirmed: some metric deviates (see service_ensemble)
+            unconfirmed += sum(not a.deviations for a in found)
+            found = [a for a in found if a.deviations]
+        anomalies += found
         hits += [
             h
             for h in evaluate_rules(
@@ -114,14 +144,36 @@ def detect(
                 series=telemetry.series[service],
                 capacity=capacity_of(telemetry, service),
             )
-            if h.index >= params.train_minutes
+            if h.index >= learning
         ]
     result = triage.process(anomalies, hits)
     metric_of = {r.name: r.metric for r in rules}
     result.kept = [_locate(a, telemetry, metric_of, params.window) for a in result.kept]
     signatures = {a.id: render_signature(a, capacity_of(telemetry, a.service)) for a in result.kept}
     matches = {a.id: _match(a, telemetry.incidents) for a in result.kept}
-    return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches)
+    ran = _describe(params, telemetry.timestamps, learning)
+    if ensemble:
+        ran["unconfirmed_fires"] = unconfirmed
+    return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches, ran)
+
+
+def _describe(params: DetectionParams, timestamps: Sequence[dt.datetime], learning: int) -> Any:
+    if params.detector == "ensemble":
+        return ens.describe(
+            "ensemble",
+            timestamps=timestamps,
+            learning=learning,
+            parameters=ens.ensemble_parameters(learning),
+            note="scored (the likelihood reports 0.5 there); anomalies open only after it",
+        )
+    forest = {"window": params.window, "n_estimators": params.n_estimators, "seed": params.seed}
+    return ens.describe(
+        "iforest",
+        timestamps=timestamps,
+        learning=learning,
+        parameters={**forest, "event_policy": dataclasses.asdict(params.events)},
+        note="not scored: the Isolation Forest trains on it",
+    )
 
 
 def _locate(

@@ -6,8 +6,13 @@
 - The NAB ensemble on one series (a NAB file when --nab-file is given, else 20,000 simulated
   points): streaming is ``OnlineEnsemble.update`` one point at a time (what a live detector
   does); batch is ``StreamingEnsemble.fit`` on the whole series; each member alone in batch.
+- The ensemble at scale (``--series``, default 1,000): that many ``OnlineEnsemble`` objects
+  fed round-robin, one point per series per tick, as a live watcher over many series is; one
+  core, points/s over every update, and memory per series (Python heap allocated by the
+  ensembles, measured with tracemalloc, divided by the series; and the numbers each retains).
 
-    python benchmarks/detector.py [--nab-file ../shared/data/nab/data/realTweets/Twitter_volume_AAPL.csv]
+    python benchmarks/detector.py [--series 1000 --ticks 1000]
+        [--nab-file ../shared/data/nab/data/realTweets/Twitter_volume_AAPL.csv]
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def main() -> int:
     )
     parser.add_argument("--stream-points", type=int, default=500)
     parser.add_argument("--nab-file", type=Path, default=None)
+    parser.add_argument("--series", type=int, default=1000, help="concurrent series (scale row)")
+    parser.add_argument("--ticks", type=int, default=1000, help="points per series (scale row)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/detector.json")
     args = parser.parse_args()
     telemetry = simulate(
@@ -72,10 +79,20 @@ def main() -> int:
         "p99_ms": float(np.percentile(lat, 99)),
     }
     rows.update(ensemble_rows(args.nab_file))
+    rows.update(scale_rows(args.series, args.ticks))
     table = Table(
         title=f"detector throughput (forest: {len(metrics)} metrics, window {detector.window})"
     )
-    for col in ("mode", "points", "seconds", "points/s", "p50 ms", "p95 ms", "p99 ms"):
+    for col in (
+        "mode",
+        "points",
+        "seconds",
+        "points/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "bytes/series",
+    ):
         table.add_column(col, justify="right")
     for name, r in rows.items():
         table.add_row(
@@ -84,6 +101,7 @@ def main() -> int:
             f"{r['seconds']:.2f}",
             f"{r['points_per_s']:.0f}" if "points_per_s" in r else "-",
             *(f"{r[k]:.2f}" if k in r else "-" for k in ("p50_ms", "p95_ms", "p99_ms")),
+            f"{r['bytes_per_series']:.0f}" if "bytes_per_series" in r else "-",
         )
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -91,8 +109,13 @@ def main() -> int:
         json.dumps(
             {
                 "command": "python benchmarks/detector.py"
-                + (f" --nab-file {args.nab_file}" if args.nab_file else ""),
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                + (f" --nab-file {args.nab_file}" if args.nab_file else "")
+                + f" --series {args.series} --ticks {args.ticks}",
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "load_average_at_end": os.getloadavg()[0],
+                },
                 "results": rows,
             },
             indent=2,
@@ -155,6 +178,47 @@ def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
             "points_per_s": n / seconds,
         }
     return out
+
+
+def scale_rows(series: int, ticks: int) -> dict[str, dict[str, float]]:
+    """``series`` online ensembles fed round-robin for ``ticks`` points each, one core."""
+    import tracemalloc
+
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS
+    from seenbefore.detection.nab_scoring import probationary_length
+    from seenbefore.detection.online import OnlineEnsemble
+
+    rng = np.random.default_rng(1)
+    base = rng.uniform(5, 50, series)
+    noise = rng.normal(0, 1, (ticks, series)) * (0.05 * base)
+    phase = np.sin(np.arange(ticks)[:, None] / rng.uniform(20, 200, series)[None, :])
+    x = (base * (1 + 0.2 * phase) + noise).tolist()
+    probation = probationary_length(ticks)
+    console.print(f"scale: {series} series x {ticks} points, learning period {probation}")
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    detectors = [OnlineEnsemble(probation=probation, **DEFAULT_PARAMS) for _ in range(series)]
+    for row in x:
+        for detector, value in zip(detectors, row, strict=True):
+            detector.update(value)
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    # the same loop without tracemalloc's overhead, for the throughput figure
+    detectors = [OnlineEnsemble(probation=probation, **DEFAULT_PARAMS) for _ in range(series)]
+    started = time.perf_counter()
+    for row in x:
+        for detector, value in zip(detectors, row, strict=True):
+            detector.update(value)
+    seconds = time.perf_counter() - started
+    return {
+        f"ensemble streaming: {series} series round-robin": {
+            "points": series * ticks,
+            "seconds": seconds,
+            "points_per_s": series * ticks / seconds,
+            "bytes_per_series": held / series,
+            "retained_numbers_per_series": sum(d.retained() for d in detectors) / series,
+        }
+    }
 
 
 if __name__ == "__main__":

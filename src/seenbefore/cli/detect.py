@@ -273,8 +273,28 @@ def watch(
     ] = 30.0,
     seed: Annotated[int, typer.Option(help=f"simulation seed, 0 to {MAX_SEED}")] = 0,
     notify: Annotated[bool, typer.Option(help="route anomalies as they open")] = False,
+    prometheus: Annotated[
+        str | None, typer.Option(help="watch a live server (URL) instead of the simulator")
+    ] = None,
+    query: Annotated[list[str] | None, typer.Option(help="PromQL for --prometheus")] = None,
+    interval: Annotated[str, typer.Option(help="--prometheus: time between polls")] = "60s",
+    step: Annotated[str, typer.Option(help="--prometheus: resolution of the series")] = "60s",
+    since: Annotated[str, typer.Option(help="--prometheus: first poll reads back")] = "1h",
+    lag: Annotated[str, typer.Option(help="--prometheus: stay this far behind now")] = "10s",
+    learning: Annotated[int, typer.Option(help="--prometheus: learning period, points")] = 750,
+    state: Annotated[
+        Path | None, typer.Option(help="--prometheus: state file (<home>/watch/state.json)")
+    ] = None,
+    once: Annotated[bool, typer.Option(help="--prometheus: poll once and exit")] = False,
+    investigate: Annotated[bool, typer.Option(help="--prometheus: draft a hypothesis")] = False,
 ) -> None:
-    """A live terminal view: services, key metrics, anomalies by severity, what was routed."""
+    """A live terminal view: services, key metrics, anomalies by severity, what was routed
+    (the simulator; with --prometheus URL --query Q, a live server through the streaming ensemble)."""
+    if prometheus:
+        from seenbefore.cli.watch_live import LiveWatch, watch_prometheus
+
+        given = (interval, step, since, lag, learning, state, once, notify, investigate)
+        return watch_prometheus(LiveWatch(prometheus, tuple(query or ()), *given))
     check_range("--speed", speed, 1, MAX_SPEED, what="a number of simulated minutes per second")
     telemetry, train = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
     with console.status("learning the last 24 hours of telemetry"):
@@ -283,7 +303,7 @@ def watch(
     routed: list[str] = []
     opened: set[str] = set()
     minute = train
-    step = max(1, int(speed / 4))
+    stride = max(1, int(speed / 4))
     try:
         with Live(console=console, refresh_per_second=4, transient=False) as live:
             while minute < len(telemetry.timestamps):
@@ -302,7 +322,7 @@ def watch(
                             )
                         routed.append(f"{now:%H:%M} {a.severity} {a.service} -> {target}")
                 live.update(_frame(telemetry, report, minute, opened, routed))
-                minute += step
+                minute += stride
                 time.sleep(0.25)
     except KeyboardInterrupt:
         console.print("[dim]stopped[/]")

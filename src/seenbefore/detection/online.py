@@ -12,7 +12,9 @@ Memory is bounded: what is kept is what the arithmetic reads again, i.e. the inp
 probationary period until it ends, the last ``order + 1`` symbols and the contexts seen (at most
 ``(3 * bins) ** (order + 1)``), the last ``averaging_window`` raw scores, and the last
 ``history + 1`` averaged scores and values (the likelihood's Gaussian reads at most ``history``
-rows back). :meth:`OnlineEnsemble.retained` counts it.
+rows back). :meth:`OnlineEnsemble.retained` counts it; :meth:`OnlineEnsemble.to_state` and
+:meth:`OnlineEnsemble.from_state` carry it through JSON (a restarted series scores as if never
+stopped: tested).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from seenbefore.detection.likelihood import (
 from seenbefore.errors import InputError
 
 ONLINE_MEMBERS = ("spatial", "sequence", "delta")
+STATE_VERSION = 1  # of to_state(): a change to what it holds bumps it
 _LOG_EPS = math.log(LOG_EPSILON)
 
 
@@ -149,6 +152,32 @@ class _Likelihood:
         return _log(reported)
 
 
+def _num(v: float) -> float | None:
+    return None if math.isnan(v) else v
+
+
+def _float(v: float | None) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _plain(value: Any) -> Any:
+    """Parameters as JSON values (tuples as lists, mappings as dicts)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _tail_state(tail: _Tail) -> dict[str, Any]:
+    return {"count": tail.count, "items": list(tail.items)}
+
+
+def _tail_load(tail: _Tail, state: Mapping[str, Any]) -> None:
+    tail.items.extend(float(v) for v in state["items"])
+    tail.count = int(state["count"])
+
+
 class OnlineEnsemble:
     """scikit-learn style parameters (those of ``StreamingEnsemble`` for the online members);
     ``update(value)`` returns that point's score; learned state ends in ``_``."""
@@ -235,6 +264,69 @@ class OnlineEnsemble:
             held += len(novelty.inputs) + len(novelty.symbols) + len(novelty.seen)
             held += len(likelihood.raw) + len(likelihood.avg.items)
         return held
+
+    def to_state(self) -> dict[str, Any]:
+        """The parameters and the learned state as plain JSON values (NaN as None), versioned:
+        ``from_state(to_state())`` scores the rest of a series exactly as this object would."""
+        state: dict[str, Any] = {"version": STATE_VERSION, "params": _plain(self.get_params())}
+        if not hasattr(self, "t_"):
+            return state
+        state["t"] = self.t_
+        state["values"] = _tail_state(self.values_)
+        state["previous"], state["lo"], state["hi"] = (
+            _num(self.previous_),
+            _num(self.lo_),
+            _num(self.hi_),
+        )
+        state["quiet_until"] = self.quiet_until_
+        state["members"] = {
+            name: {
+                "inputs": list(novelty.inputs),
+                "symbols": list(novelty.symbols),
+                "n_symbols": novelty.n_symbols,
+                "seen": sorted(list(key) for key in novelty.seen),
+                "range": list(novelty.range) if novelty.range else None,
+                "raw": list(self.likelihood_[name].raw),
+                "avg": _tail_state(self.likelihood_[name].avg),
+                "dist": list(self.likelihood_[name].dist),
+                "prev_red": self.likelihood_[name].prev_red,
+            }
+            for name, novelty in self.novelty_.items()
+        }
+        return state
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> OnlineEnsemble:
+        """The object :meth:`to_state` described."""
+        if state.get("version") != STATE_VERSION:
+            raise InputError(
+                f"online ensemble state version {state.get('version')!r}; this build reads "
+                f"version {STATE_VERSION}: start the series afresh"
+            )
+        params = dict(state["params"])
+        params["members"] = tuple(params["members"])
+        detector = cls(**params)
+        if "t" not in state:
+            return detector
+        detector._start()
+        detector.t_ = int(state["t"])
+        _tail_load(detector.values_, state["values"])
+        detector.previous_ = _float(state["previous"])
+        detector.lo_, detector.hi_ = _float(state["lo"]), _float(state["hi"])
+        detector.quiet_until_ = int(state["quiet_until"])
+        for name, member in state["members"].items():
+            novelty, likelihood = detector.novelty_[name], detector.likelihood_[name]
+            novelty.inputs = [float(v) for v in member["inputs"]]
+            novelty.symbols.extend(int(v) for v in member["symbols"])
+            novelty.n_symbols = int(member["n_symbols"])
+            novelty.seen = {tuple(int(v) for v in key) for key in member["seen"]}
+            found = member["range"]
+            novelty.range = (float(found[0]), float(found[1])) if found else None
+            likelihood.raw.extend(float(v) for v in member["raw"])
+            _tail_load(likelihood.avg, member["avg"])
+            likelihood.dist = (float(member["dist"][0]), float(member["dist"][1]))
+            likelihood.prev_red = bool(member["prev_red"])
+        return detector
 
     def _spatial(self, v: float) -> float:
         lo, hi = self.lo_, self.hi_

@@ -32,7 +32,7 @@ def parse_duration(text: str, what: str) -> dt.timedelta:
     return dt.timedelta(seconds=seconds)
 
 
-def _series_name(query: str, labels: dict[str, Any]) -> str:
+def series_name(query: str, labels: dict[str, Any]) -> str:
     rest = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("service", "job"))
     name = " ".join(query.split())[:80]
     return f"{name}{{{rest}}}" if rest else name
@@ -81,12 +81,44 @@ def query_range(
     if step.total_seconds() < 0.001:
         raise InputError(f"--step is {step}; Prometheus steps are 1ms or longer")
     end = end or dt.datetime.now(dt.UTC)
-    start = end - since
+    merged = fetch_series(
+        base_url,
+        query,
+        start=end - since,
+        end=end,
+        step=step,
+        timeout_s=timeout_s,
+        transport=transport,
+    )
+    if not merged:
+        raise InputError(
+            f"Prometheus returned no series for {query!r} over the last {since}; check the "
+            "expression in Prometheus' own UI, or widen --since"
+        )
+    data = {"status": "success", "data": {"resultType": "matrix", "result": merged}}
+    url = base_url.rstrip("/") + "/api/v1/query_range"
+    return parse_query_range(data, f"{url}?query={query}", service=service)
+
+
+def fetch_series(
+    base_url: str,
+    query: str,
+    *,
+    start: dt.datetime,
+    end: dt.datetime,
+    step: dt.timedelta,
+    timeout_s: float = 30.0,
+    transport: httpx.BaseTransport | None = None,
+) -> list[dict[str, Any]]:
+    """``query`` evaluated at ``start``, ``start + step``, ... up to ``end``: one
+    ``{"metric": labels, "values": [[t, "v"], ...]}`` per series, as Prometheus answers, the
+    pieces of a long window joined. An expression's series (no ``__name__``) is named by the
+    query (:func:`series_name`); an empty result is an empty list."""
     url = base_url.rstrip("/") + "/api/v1/query_range"
     merged: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
     with httpx.Client(timeout=timeout_s, transport=transport) as client:
         piece_start = start
-        while piece_start < end:
+        while piece_start <= end:
             piece_end = min(end, piece_start + step * MAX_POINTS)
             body = _get(
                 client,
@@ -103,15 +135,11 @@ def query_range(
                 labels = dict(series.get("metric", {})) if isinstance(series, dict) else {}
                 # an expression's result (rate(), sum by ...) has no __name__: name it by the
                 # query, so each series keeps a metric name of its own
-                labels.setdefault("__name__", _series_name(query, labels))
+                labels.setdefault("__name__", series_name(query, labels))
                 key = tuple(sorted((str(k), str(v)) for k, v in labels.items()))
                 slot = merged.setdefault(key, {"metric": labels, "values": []})
                 slot["values"].extend(series.get("values", []))
+            if piece_end >= end:
+                break
             piece_start = piece_end + step
-    if not merged:
-        raise InputError(
-            f"Prometheus returned no series for {query!r} over the last {since}; check the "
-            "expression in Prometheus' own UI, or widen --since"
-        )
-    data = {"status": "success", "data": {"resultType": "matrix", "result": list(merged.values())}}
-    return parse_query_range(data, f"{url}?query={query}", service=service)
+    return list(merged.values())

@@ -1,0 +1,210 @@
+"""`seenbefore watch --prometheus URL --query Q`: poll, score each new point, triage, investigate
+and route what is confirmed; the state is saved after every poll (detection/live_watch.py says
+what is kept and the confirmation rule)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+
+from seenbefore.cli.common import console, settings
+from seenbefore.detection.live_watch import (
+    PollResult,
+    Watcher,
+    WatchSettings,
+    load_state,
+    prometheus_reader,
+    save_state,
+)
+from seenbefore.detection.prometheus_live import parse_duration
+from seenbefore.detection.signature import render_signature
+from seenbefore.detection.triage import Triage
+from seenbefore.errors import InputError
+from seenbefore.types import Anomaly
+
+MAX_LEARNING = 100_000
+
+
+@dataclass(frozen=True)
+class LiveWatch:
+    """The options of `watch --prometheus URL`."""
+
+    url: str
+    queries: tuple[str, ...]
+    interval: str = "60s"
+    step: str = "60s"
+    since: str = "1h"
+    lag: str = "10s"
+    learning: int = 750
+    state: Path | None = None
+    once: bool = False
+    notify: bool = False
+    investigate: bool = False
+
+
+def watch_prometheus(opts: LiveWatch) -> None:
+    if not opts.url.startswith(("http://", "https://")):
+        raise InputError(f"watch --prometheus needs a server URL (http://...), got {opts.url!r}")
+    if not opts.queries or not all(q.strip() for q in opts.queries):
+        raise InputError("watch --prometheus needs --query with a PromQL expression, e.g. 'up'")
+    if not 10 <= opts.learning <= MAX_LEARNING:
+        raise InputError(f"--learning is {opts.learning}; give 10 to {MAX_LEARNING:,} points")
+    interval = parse_duration(opts.interval, "--interval")
+    ws = WatchSettings(
+        url=opts.url,
+        queries=tuple(opts.queries),
+        step=parse_duration(opts.step, "--step"),
+        since=parse_duration(opts.since, "--since"),
+        lag=parse_duration(opts.lag, "--lag"),
+        learning=opts.learning,
+    )
+    if ws.since / ws.step > 100_000:
+        raise InputError(f"--since {opts.since} at --step {opts.step} is over 100,000 points")
+    path = opts.state or settings().home / "watch" / "state.json"
+    reader = prometheus_reader(ws.url)
+    saved = load_state(path)
+    watcher = Watcher.from_state(saved, ws, reader) if saved else Watcher(ws, reader)
+    console.print(
+        f"[dim]detector: streaming ensemble per series (anomaly likelihood), learning period "
+        f"{ws.learning} points; state {path} ({'resumed' if saved else 'new'}, "
+        f"{len(watcher.series)} series)[/]",
+        highlight=False,
+    )
+    view = _View(watcher, path)
+    with ExitStack() as stack:
+        router = stack.enter_context(_router()) if opts.notify else None
+        investigate = _investigator(stack) if opts.investigate else None
+        live = None
+        if console.is_terminal and not opts.once:
+            live = stack.enter_context(Live(console=console, refresh_per_second=2))
+        triage = Triage()
+        try:
+            while True:
+                polled = watcher.poll()
+                view.saved = save_state(path, watcher.to_state())  # after every poll
+                for anomaly in triage.process(polled.anomalies).kept:
+                    view.lines.append(_handle(anomaly, router, investigate))
+                view.add(polled)
+                if live is not None:
+                    live.update(view.frame())
+                else:
+                    view.plain(polled)
+                if opts.once:
+                    break
+                time.sleep(interval.total_seconds())
+        except KeyboardInterrupt:
+            # a poll cut short is not saved: the file holds the last whole poll
+            console.print(f"[dim]stopped; state as of poll {watcher.polls} is in {path}[/]")
+    view.summary()
+
+
+def _router() -> Any:
+    from contextlib import nullcontext
+
+    cfg = settings()
+    if not cfg.notify:
+        return nullcontext(None)
+    from seenbefore.notify import build_router
+
+    return build_router(cfg.notify, outbox_path=cfg.home / "outbox.sqlite")
+
+
+def _investigator(stack: ExitStack) -> Any:
+    from seenbefore.cli.common import caller_tiers, open_kb
+    from seenbefore.investigation.factory import make_reporter, make_rewriter
+    from seenbefore.investigation.investigator import Investigator
+    from seenbefore.investigation.query import from_anomaly
+
+    cfg = settings()
+    kb = stack.enter_context(open_kb(cfg))
+    investigator = Investigator(kb, tiers=caller_tiers(None, cfg), rewriter=make_rewriter(cfg))
+    reporter = make_reporter(cfg)
+    return lambda a: reporter.draft(investigator.investigate(from_anomaly(a, {})))
+
+
+def _handle(anomaly: Anomaly, router: Any, investigate: Any) -> str:
+    signature = render_signature(anomaly)
+    line = f"{anomaly.severity} {anomaly.start:%Y-%m-%d %H:%M:%S} {signature}"
+    draft = investigate(anomaly) if investigate is not None else None
+    if draft is not None:
+        line += f"\n     hypothesis: {draft.summary}"
+    if router is not None:
+        results = router.notify(anomaly, signature)
+        if draft is not None:
+            results |= router.notify_draft(anomaly, signature, draft.model_dump(mode="json"))
+        line += " -> " + (
+            ", ".join(f"{c}:{'ok' if r.ok else 'queued'}" for c, r in results.items()) or "no route"
+        )
+    return line
+
+
+class _View:
+    def __init__(self, watcher: Watcher, path: Path) -> None:
+        self.watcher, self.path = watcher, path
+        self.lines: list[str] = []
+        self.shown = 0
+        self.saved = 0
+        self.points = 0
+        self.seconds = 0.0
+
+    def add(self, polled: PollResult) -> None:
+        self.points += polled.points
+        self.seconds += polled.seconds
+
+    def per_series(self) -> int:
+        return self.saved // max(1, len(self.watcher.series))
+
+    def stats(self, polled: PollResult) -> str:
+        rate = polled.points / polled.seconds if polled.seconds else 0.0
+        return (
+            f"poll {self.watcher.polls}: {len(self.watcher.series)} series, {polled.points} new "
+            f"points scored in {polled.seconds:.3f} s ({rate:,.0f} points/s); state "
+            f"{self.saved:,} bytes ({self.per_series():,} bytes per series)"
+        )
+
+    def plain(self, polled: PollResult) -> None:
+        console.print(self.stats(polled), highlight=False)
+        for line in self.lines[self.shown :]:
+            console.print(line, highlight=False, markup=False)
+        self.shown = len(self.lines)
+
+    def frame(self) -> Group:
+        table = Table(title=f"watching at {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
+        for col in ("series", "points seen", "last score", "anomalies"):
+            table.add_column(col)
+        for series in sorted(self.watcher.series.values(), key=lambda s: -s.last_score)[:30]:
+            style = "red" if series.last_score >= 0.5 else "green"
+            rest = ",".join(f"{k}={v}" for k, v in sorted(series.labels.items()) if k != "__name__")
+            table.add_row(
+                f"{series.name}{{{rest}}}",
+                f"{series.seen:,}",
+                f"[{style}]{series.last_score:.2f}[/]",
+                str(series.anomalies),
+            )
+        rate = self.points / self.seconds if self.seconds else 0.0
+        footer = (
+            f"poll {self.watcher.polls}; {rate:,.0f} points/s scored; state {self.saved:,} bytes "
+            f"({self.per_series():,} per series) in {self.path}"
+        )
+        shown = Panel("\n".join(self.lines[-8:]) or "no anomaly yet", title="anomalies")
+        return Group(table, shown, footer)
+
+    def summary(self) -> None:
+        series = self.watcher.series.values()
+        rate = self.points / self.seconds if self.seconds else 0.0
+        console.print(
+            f"{sum(s.anomalies for s in series)} anomalies over {len(series)} series "
+            f"({self.watcher.unconfirmed_fires()} fires unconfirmed by |robust z| >= 4); "
+            f"{self.points:,} points scored this run ({rate:,.0f} points/s); "
+            f"{self.per_series():,} bytes of state per series",
+            highlight=False,
+        )

@@ -1,0 +1,228 @@
+"""`watch --prometheus`: the streaming watcher's state survives a restart (scores after it equal
+an uninterrupted run's), its size per series is bounded, and an injected change is one anomaly.
+A fake reader stands in for Prometheus here; test_watch_prometheus_live.py runs the real one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from seenbefore.cli import watch_live
+from seenbefore.cli.app import app
+from seenbefore.detection.ensemble import DEFAULT_PARAMS
+from seenbefore.detection.live_watch import (
+    Watcher,
+    WatchSettings,
+    load_state,
+    robust_z,
+    save_state,
+)
+from seenbefore.detection.online import OnlineEnsemble
+from seenbefore.errors import InputError
+
+BASE_MS = 1_700_000_000_000
+JUMP_MS = BASE_MS + 300_000  # level 100 -> 400 after 300 one-second steps
+
+
+def _value(ms: int) -> float:
+    return (400.0 if ms >= JUMP_MS else 100.0) + random.Random(ms).gauss(0, 4)
+
+
+class FakePrometheus:
+    """query_range over a function of time, one series, on the requested grid."""
+
+    def __init__(self, labels: dict[str, str] | None = None) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.labels = labels or {"__name__": "demo_queue_depth", "service": "checkout-api"}
+
+    def __call__(
+        self, query: str, start: dt.datetime, end: dt.datetime, step: dt.timedelta
+    ) -> list[dict[str, Any]]:
+        lo, hi = round(start.timestamp() * 1000), round(end.timestamp() * 1000)
+        self.calls.append((lo, hi))
+        step_ms = round(step.total_seconds() * 1000)
+        values = [[ms / 1000, f"{_value(ms):.3f}"] for ms in range(lo, hi + 1, step_ms)]
+        return [{"metric": dict(self.labels), "values": values}] if values else []
+
+
+def _settings(**kw: Any) -> WatchSettings:
+    base: dict[str, Any] = {
+        "url": "http://prom.test",
+        "queries": ("demo_queue_depth",),
+        "step": dt.timedelta(seconds=1),
+        "since": dt.timedelta(seconds=200),
+        "lag": dt.timedelta(0),
+        "learning": 100,
+    }
+    return WatchSettings(**{**base, **kw})
+
+
+def _at(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
+POLLS = [_at(BASE_MS + 200_000), _at(BASE_MS + 350_000), _at(BASE_MS + 500_000)]
+
+
+@pytest.mark.parametrize("split", [0, 40, 100, 101, 700])
+def test_online_ensemble_state_round_trips_exactly(split: int) -> None:
+    rng = random.Random(split)
+    xs = [100 + rng.gauss(0, 4) for _ in range(600)] + [300 + rng.gauss(0, 4) for _ in range(300)]
+    make = {"probation": 100, "history": 400, **DEFAULT_PARAMS}
+    whole = OnlineEnsemble(**make)
+    expected = [whole.update(x) for x in xs]
+    first = OnlineEnsemble(**make)
+    head = [first.update(x) for x in xs[:split]]
+    state = json.loads(json.dumps(first.to_state(), allow_nan=False))  # through a file's JSON
+    second = OnlineEnsemble.from_state(state)
+    assert head + [second.update(x) for x in xs[split:]] == expected
+    assert second.to_state() == whole.to_state()
+
+
+def test_a_state_of_another_version_is_refused() -> None:
+    state = OnlineEnsemble(probation=10).to_state()
+    with pytest.raises(InputError, match="state version"):
+        OnlineEnsemble.from_state({**state, "version": 99})
+
+
+def test_the_watcher_resumes_from_its_file_as_if_never_stopped(tmp_path: Path) -> None:
+    whole_reader = FakePrometheus()
+    whole = Watcher(_settings(), whole_reader)
+    expected: dict[int, float] = {}
+    found = []
+    for now in POLLS:
+        polled = whole.poll(now)
+        [scores] = polled.scores.values()
+        expected.update(scores)
+        found += polled.anomalies
+
+    path = tmp_path / "watch" / "state.json"
+    reader = FakePrometheus()
+    got: dict[int, float] = {}
+    resumed = []
+    for now in POLLS:  # a new watcher from the file at every poll: stopped and restarted
+        saved = load_state(path)
+        watcher = (
+            Watcher.from_state(saved, _settings(), reader)
+            if saved
+            else Watcher(_settings(), reader)
+        )
+        polled = watcher.poll(now)
+        [scores] = polled.scores.values()
+        got.update(scores)
+        resumed += polled.anomalies
+        save_state(path, watcher.to_state())
+    assert got == expected and len(got) == 501  # every step from BASE to the last poll, once
+    # each poll read only the steps after the last one read
+    step = 1000
+    assert reader.calls == [
+        (BASE_MS, BASE_MS + 200_000),
+        (BASE_MS + 200_000 + step, BASE_MS + 350_000),
+        (BASE_MS + 350_000 + step, BASE_MS + 500_000),
+    ]
+    assert resumed == found
+    [anomaly] = found  # the jump, once
+    assert anomaly.start == _at(JUMP_MS)
+    assert anomaly.service == "checkout-api"
+    [deviation] = anomaly.deviations
+    assert deviation.metric == "demo_queue_depth" and deviation.direction == "up"
+    assert deviation.zscore >= 4 and 90 < deviation.baseline < 110
+
+
+def test_state_per_series_is_bounded(tmp_path: Path) -> None:
+    """After the likelihood's history (8640) fills, the state stops growing."""
+    sizes = []
+    watcher = Watcher(_settings(since=dt.timedelta(seconds=9_000)), FakePrometheus())
+    for end in (9_000, 12_000, 18_000):
+        watcher.poll(_at(BASE_MS + end * 1000))
+        sizes.append(save_state(tmp_path / "s.json", watcher.to_state()))
+    assert sizes[2] <= 1.05 * sizes[1] and sizes[1] <= 1.05 * sizes[0]
+    assert sizes[2] < 400_000  # bytes, one series
+    [series] = watcher.series.values()
+    assert series.detector.retained() < 30_000 and len(series.recent) == 240
+
+
+def test_series_are_keyed_by_their_labels_and_a_mismatched_state_is_refused() -> None:
+    w = Watcher(_settings(queries=("a",)), FakePrometheus({"__name__": "x", "pod": "p1"}))
+    w.poll(POLLS[0])
+    w.reader = FakePrometheus({"__name__": "x", "pod": "p2"})
+    w.poll(POLLS[1])
+    assert sorted(s.labels["pod"] for s in w.series.values()) == ["p1", "p2"]
+    with pytest.raises(InputError, match="another --state"):
+        Watcher.from_state(w.to_state(), _settings(queries=("b",)), FakePrometheus())
+
+
+def test_robust_z_against_the_window() -> None:
+    assert robust_z(5.0, [1.0, 2.0]) == (0.0, 5.0)  # too little history
+    z, base = robust_z(10.0, [1.0, 2.0, 3.0, 4.0, 5.0])
+    assert base == 3.0 and z == pytest.approx(7 / 1.4826)
+
+
+def test_watch_once_from_the_cli_saves_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakePrometheus()
+    clock = iter([POLLS[0], POLLS[2]])
+    real_poll = Watcher.poll
+    monkeypatch.setattr(watch_live, "prometheus_reader", lambda url: fake)
+    monkeypatch.setattr(Watcher, "poll", lambda self, now=None: real_poll(self, next(clock)))
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+    args = ["watch", "--prometheus", "http://prom.test", "--query", "demo_queue_depth"]
+    args += ["--step", "1s", "--since", "200s", "--lag", "1ms", "--learning", "100", "--once"]
+    runner = CliRunner()
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "(new, 0 series)" in first.output and "bytes per series" in first.output
+    assert "0 anomalies over 1 series" in first.output
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert "(resumed, 1 series)" in second.output
+    assert "demo_queue_depth" in second.output and "1 anomalies over 1 series" in second.output
+    assert (tmp_path / "home" / "watch" / "state.json").exists()
+
+
+def test_watch_prometheus_needs_a_url_and_a_query() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["watch", "--prometheus", "http://prom.test", "--once"])
+    assert result.exit_code != 0 and "--query" in result.output
+    result = runner.invoke(app, ["watch", "--prometheus", "file.json", "--query", "up"])
+    assert result.exit_code != 0 and "server URL" in result.output
+
+
+def test_ctrl_c_stops_cleanly_with_the_state_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupt(_: float) -> None:
+        raise KeyboardInterrupt
+
+    fake = FakePrometheus()
+    real_poll = Watcher.poll
+    monkeypatch.setattr(watch_live, "prometheus_reader", lambda url: fake)
+    monkeypatch.setattr(Watcher, "poll", lambda self, now=None: real_poll(self, POLLS[0]))
+    monkeypatch.setattr(watch_live.time, "sleep", interrupt)
+    state = tmp_path / "s.json"
+    args = ["watch", "--prometheus", "http://prom.test", "--query", "q", "--step", "1s"]
+    result = CliRunner().invoke(app, [*args, "--since", "200s", "--state", str(state)])
+    assert result.exit_code == 0, result.output
+    assert "stopped; state as of poll 1" in result.output
+    saved = load_state(state)
+    assert saved is not None and saved["polls"] == 1
+
+
+def test_the_live_view_shows_each_series() -> None:
+    from rich.console import Console
+
+    watcher = Watcher(_settings(), FakePrometheus())
+    view = watch_live._View(watcher, Path("state.json"))
+    view.add(watcher.poll(POLLS[0]))
+    out = Console(record=True, width=120)
+    out.print(view.frame())
+    text = out.export_text()
+    assert "points seen" in text and "demo_queue_depth{service=checkout-api}" in text
+    assert "201" in text and "no anomaly yet" in text

@@ -82,6 +82,12 @@ class Settings(BaseSettings):
     )
     serve_host: str = Field(default="127.0.0.1", description="address `seenbefore serve` binds")
     serve_port: int = Field(default=8000, ge=1, le=65535)
+    public_url: str | None = Field(
+        default=None,
+        description="the address people and agents reach the service at "
+        "(https://seenbefore.example.com); MCP results then link to "
+        "<public_url>/v1/postmortems/<id>; unset: no links",
+    )
     service_tiers: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(DEFAULT_TIER,),
         description="tiers of the service principal that runs alert-triggered investigations",
@@ -123,6 +129,20 @@ class Settings(BaseSettings):
                     "(letters, digits, '-', '_', '.')"
                 )
             return name
+        return value
+
+    @field_validator("public_url", mode="before")
+    @classmethod
+    def _public_url(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            url = value.strip().rstrip("/")
+            if not url:
+                return None
+            if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+                raise ValueError(
+                    "expected an http(s) address such as https://seenbefore.example.com"
+                )
+            return url
         return value
 
     @field_validator(

@@ -56,7 +56,10 @@ def test_review_queue_in_chromium(tmp_path: Path) -> None:
                 page.click("button[type=submit]")
                 expect(page).to_have_url(re.compile(r"/reviews$"))
                 row = page.locator(f'tr[data-review="{rid}"]')
-                expect(row).to_contain_text("Possible precedent: POOL-1")
+                # the draft leads with its verdict's words (found, or possible — check)
+                expect(row).to_contain_text(
+                    re.compile(r"(Precedent found|Possible precedent — check): POOL-1")
+                )
                 expect(page.locator("h2.sev")).to_have_text(["SEV2"])
                 row.locator("a").click()
 

@@ -4,7 +4,7 @@ annotations. ``mcp/server.py`` serves exactly this; the stdio front lists it fro
 ``handshake.json``, which is recorded from that server (``mcp/stdio.py``).
 
 No MCP SDK import here: the schemas are pydantic's, the same JSON Schema whichever door serves
-them.
+them. Each tool's result is a model of ``mcp/outputs.py``, advertised as its ``outputSchema``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from seenbefore.errors import InputError
 from seenbefore.limits import MAX_K, MAX_QUERY_CHARS, MAX_SERVICES, check_filters
+from seenbefore.mcp import outputs
 from seenbefore.types import SearchFilters
 
 MAX_ID_CHARS = 200
+MAX_PAGE = 100
+MAX_CURSOR_CHARS = 400
+DocId = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_ID_CHARS, description="a postmortem id (INC-2021-001)"),
+]
+SectionKey = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")]
+Since = Annotated[dt.date | None, Field(description="only incidents on or after (YYYY-MM-DD)")]
+Until = Annotated[dt.date | None, Field(description="only incidents on or before (YYYY-MM-DD)")]
 Service = Annotated[str, Field(min_length=1, max_length=200)]
 Services = Annotated[
     list[Service],
@@ -48,20 +58,20 @@ class FindSimilarIncidents(Arguments):
     query: Text
     k: Annotated[int, Field(ge=1, le=MAX_K, description="postmortems to return")] = 5
     services: Services = []
-    since: Annotated[
-        dt.date | None, Field(description="only incidents on or after (YYYY-MM-DD)")
-    ] = None
-    until: Annotated[
-        dt.date | None, Field(description="only incidents on or before (YYYY-MM-DD)")
-    ] = None
+    since: Since = None
+    until: Until = None
 
     @model_validator(mode="after")
     def _dates_in_order(self) -> FindSimilarIncidents:
-        try:
-            check_filters(SearchFilters(date_from=self.since, date_to=self.until))
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        _check_dates(self.since, self.until)
         return self
+
+
+def _check_dates(since: dt.date | None, until: dt.date | None) -> None:
+    try:
+        check_filters(SearchFilters(date_from=since, date_to=until))
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class Investigate(Arguments):
@@ -71,9 +81,63 @@ class Investigate(Arguments):
 
 
 class GetPostmortem(Arguments):
-    doc_id: Annotated[
+    doc_id: DocId
+    sections: Annotated[
+        list[SectionKey],
+        Field(
+            max_length=20,
+            description="section keys to return (summary, impact, detection, timeline, "
+            "root_cause, resolution, action_items, lessons, or the postmortem's own); "
+            "empty: every section",
+        ),
+    ] = []
+
+
+class ListPostmortems(Arguments):
+    service: Annotated[str | None, Field(min_length=1, max_length=200)] = None
+    type: Annotated[
+        str | None,
+        Field(min_length=1, max_length=200, description="incident type (dns, key-rotation, …)"),
+    ] = None
+    since: Since = None
+    until: Until = None
+    cursor: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            max_length=MAX_CURSOR_CHARS,
+            description="next_cursor of the previous page, with the same filters",
+        ),
+    ] = None
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="postmortems per page")] = 20
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> ListPostmortems:
+        _check_dates(self.since, self.until)
+        return self
+
+
+class FindRelated(Arguments):
+    doc_id: DocId
+    k: Annotated[int, Field(ge=1, le=MAX_K, description="postmortems to return")] = 5
+
+
+class GetReview(Arguments):
+    review_id: Annotated[
         str,
-        Field(min_length=1, max_length=MAX_ID_CHARS, description="a postmortem id (INC-2021-001)"),
+        Field(
+            min_length=1,
+            max_length=MAX_ID_CHARS,
+            description="a review (= investigation) id, as submit_for_review returns",
+        ),
+    ]
+
+
+class RecordFeedback(Arguments):
+    query: Text
+    doc_id: DocId
+    helpful: Annotated[
+        bool, Field(description="whether doc_id was the precedent of what the query describes")
     ]
 
 
@@ -92,11 +156,15 @@ class ToolSpec:
     title: str
     description: str
     arguments: type[Arguments]
+    output: type[outputs.Output]
     read_only: bool
     idempotent: bool
 
     def input_schema(self) -> dict[str, Any]:
         return self.arguments.model_json_schema()
+
+    def output_schema(self) -> dict[str, Any]:
+        return self.output.model_json_schema(mode="serialization")
 
     def annotations(self) -> dict[str, Any]:
         return {
@@ -114,11 +182,14 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "find_similar_incidents",
             "Find similar past incidents",
-            "Past postmortems that resemble an incident, best first, each with how it matched "
-            "(keywords, meaning, recorded signals); p_precedent, the calibrated probability "
-            "that the top one is a precedent, and the verdict derived from it alone: 'precedent "
-            "found', 'possible precedent — check' or 'no precedent'.",
+            "Past postmortems that resemble what is happening now, best first: per hit its id, "
+            "date, services, type, link, similarity (0-1, relative to the top hit), the "
+            "retrievers that ranked it within the k returned, a snippet and root-cause and "
+            "resolution excerpts. The verdict ('precedent found', 'possible precedent — check' "
+            "or 'no precedent') comes from p_precedent, the calibrated probability that the top "
+            "hit is a precedent, through the thresholds shown.",
             FindSimilarIncidents,
+            outputs.SimilarIncidents,
             read_only=True,
             idempotent=True,
         ),
@@ -126,16 +197,40 @@ TOOLS: dict[str, ToolSpec] = {
             "investigate",
             "Draft a root-cause hypothesis",
             "A cited, advisory root-cause hypothesis drafted from the closest precedents (or a "
-            "plain 'no precedent'), with mitigations used before and checks to run. Not queued.",
+            "plain 'no precedent'), with the mitigations used before and checks to run. It is "
+            "returned, not queued: submit_for_review queues one for a person.",
             Investigate,
+            outputs.Draft,
             read_only=True,
             idempotent=True,
         ),
         ToolSpec(
             "get_postmortem",
             "Read one postmortem",
-            "One postmortem by id (e.g. INC-2021-001): metadata, sections and body.",
+            "One postmortem by id (e.g. INC-2021-001): its metadata and its sections, or only "
+            "the sections named in 'sections' (root_cause and resolution, say).",
             GetPostmortem,
+            outputs.Postmortem,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "list_postmortems",
+            "List postmortems",
+            "The postmortems the caller may read, newest first, filtered by service, type and "
+            "date range, a page at a time: pass next_cursor back as cursor for the next page.",
+            ListPostmortems,
+            outputs.PostmortemList,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "find_related",
+            "Find postmortems related to one",
+            "Postmortems that resemble a given one (searched by its title and summary), best "
+            "first, the postmortem itself left out; each hit as find_similar_incidents gives it.",
+            FindRelated,
+            outputs.Related,
             read_only=True,
             idempotent=True,
         ),
@@ -143,9 +238,33 @@ TOOLS: dict[str, ToolSpec] = {
             "submit_for_review",
             "Queue a draft for a person",
             "Start an investigation whose draft waits in the review queue for a person to "
-            "approve (it then becomes a postmortem) or dismiss. Needs role responder; never "
-            "approves.",
+            "approve (it then becomes a postmortem) or dismiss. Needs role responder; it never "
+            "approves. get_review follows it.",
             SubmitForReview,
+            outputs.Queued,
+            read_only=False,
+            idempotent=False,
+        ),
+        ToolSpec(
+            "get_review",
+            "Read one review",
+            "One review (an investigation queued for a person) by id: its status and outcome, "
+            "its current draft, the postmortems it cites, and its history of decisions.",
+            GetReview,
+            outputs.Review,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "record_feedback",
+            "Say whether a result was the precedent",
+            "Tell the incident memory whether doc_id was the precedent for query: the query is "
+            "searched again and a calibration label is recorded for its top result (1 when "
+            "doc_id is the top and helpful, 0 when the top was not the precedent), which the "
+            "next refit of p_precedent learns from. The answer says what was recorded. Needs "
+            "role responder.",
+            RecordFeedback,
+            outputs.Feedback,
             read_only=False,
             idempotent=False,
         ),

@@ -10,6 +10,12 @@ in ``mcp/catalog.py``: arguments validated by its models, unknown ones refused):
 - streamable HTTP at ``/mcp`` under ``seenbefore serve``: every call carries
   ``Authorization: Bearer sb_...`` and is authenticated, rate limited and audited per call.
 
+Each tool result is one copy of the answer: ``structuredContent`` (the tool's output model, whose
+JSON Schema is its ``outputSchema``) and a short text reading of it (``mcp/shaping.render``).
+``resources/list`` lists the postmortems the caller may read (the first ``MAX_RESOURCES``) as
+``postmortem://ID``; ``prompts/get incident-triage`` tells an agent how to use the tools on an
+alert (``mcp/prompts.py``).
+
 Errors reach the agent as tool errors that say what was wrong (``is_error``, ``field: message``
 for bad arguments), never a traceback; a postmortem outside the caller's tiers reads exactly
 like an absent one.
@@ -33,7 +39,7 @@ from pydantic import ValidationError
 
 import seenbefore
 from seenbefore.errors import AuthError, NotFoundError, RateLimitedError, SeenbeforeError
-from seenbefore.mcp import tools
+from seenbefore.mcp import browse, prompts, shaping, tools
 from seenbefore.mcp.catalog import TOOLS, GetPostmortem, problem
 from seenbefore.security.tokens import Principal
 from seenbefore.service.deps import Caller, Ready, ServiceState, ready
@@ -43,15 +49,16 @@ log = logging.getLogger(__name__)
 Context = ServerRequestContext[Any, Any]
 Resolve = Callable[[Context], tuple[Ready, Caller]]
 TEMPLATE = "postmortem://{doc_id}"
-# What a tool result's schema says today: an object (the per-tool output models are to come).
-OUTPUT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
 
 INSTRUCTIONS = (
     "seenbefore is an incident memory: past postmortems, searched by symptoms. Call "
     "find_similar_incidents with what is happening now (alert text, symptoms, services); read "
-    "'verdict' and 'p_precedent' before trusting a match — 'possible precedent — check' means "
-    "read it first, and 'no precedent' is a real answer. "
-    "investigate drafts a cited hypothesis; submit_for_review queues one for a person. "
+    "'verdict' and 'p_precedent' (with its 'thresholds') before trusting a match — 'possible "
+    "precedent — check' means read it first (get_postmortem, sections root_cause and "
+    "resolution), and 'no precedent' is a real answer. find_related and list_postmortems browse "
+    "the postmortems; investigate drafts a cited hypothesis; submit_for_review queues one for a "
+    "person and get_review follows it; record_feedback says whether a result was the precedent, "
+    "which calibrates p_precedent. The incident-triage prompt walks through an alert. "
     "Everything here is advisory: nothing changes infrastructure."
 )
 
@@ -135,7 +142,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
                     title=spec.title,
                     description=spec.description,
                     input_schema=spec.input_schema(),
-                    output_schema=OUTPUT_SCHEMA,
+                    output_schema=spec.output_schema(),
                     annotations=types.ToolAnnotations(**spec.annotations()),
                 )
                 for spec in TOOLS.values()
@@ -151,7 +158,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
         except ValidationError as exc:
             return _error(problem(spec, exc))
 
-        def run() -> dict[str, Any]:
+        def run() -> Any:
             app, who = resolve(ctx)  # off the event loop: resolving may load the knowledge base
             return tools.RUN[spec.name](app, who, args)
 
@@ -159,15 +166,44 @@ def build_server(resolve: Resolve) -> Server[Any]:
             out = await anyio.to_thread.run_sync(run)
         except SeenbeforeError as exc:
             return _error(str(exc))
-        text = json.dumps(out, indent=2, ensure_ascii=False)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content=out
+            content=[types.TextContent(type="text", text=shaping.render(out))],
+            structured_content=out.model_dump(mode="json"),
         )
 
     async def list_resources(
-        _: Context, params: types.PaginatedRequestParams | None
+        ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[])
+        def run() -> list[tuple[str, str]]:
+            app, who = resolve(ctx)
+            return browse.resources(app, who)
+
+        try:
+            listed = await anyio.to_thread.run_sync(run)
+        except SeenbeforeError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=f"postmortem://{doc_id}",
+                    name=doc_id,
+                    title=title,
+                    mime_type="application/json",
+                )
+                for doc_id, title in listed
+            ]
+        )
+
+    async def list_prompts(
+        _: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[prompts.TRIAGE])
+
+    async def get_prompt(_: Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        try:
+            return prompts.get(params.name, params.arguments or {})
+        except ValueError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
 
     async def list_templates(
         _: Context, params: types.PaginatedRequestParams | None
@@ -197,7 +233,9 @@ def build_server(resolve: Resolve) -> Server[Any]:
 
         def run() -> dict[str, Any]:
             app, who = resolve(ctx)
-            return tools.get_postmortem(app, who, GetPostmortem(doc_id=doc_id))
+            return tools.get_postmortem(app, who, GetPostmortem(doc_id=doc_id)).model_dump(
+                mode="json"
+            )
 
         try:
             doc = await anyio.to_thread.run_sync(run)
@@ -223,4 +261,6 @@ def build_server(resolve: Resolve) -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )

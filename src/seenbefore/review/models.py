@@ -18,7 +18,7 @@ from seenbefore.investigation.query import InvestigationRequest
 
 ReviewStatus = Literal["pending", "approved", "closed"]
 STATUSES: tuple[str, ...] = ("pending", "approved", "closed")
-OUTCOMES: tuple[str, ...] = ("approved", "no_precedent", "alert_resolved")
+OUTCOMES: tuple[str, ...] = ("approved", "no_precedent", "alert_resolved", "feedback")
 
 
 class DismissReason(StrEnum):

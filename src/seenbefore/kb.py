@@ -87,6 +87,7 @@ class KnowledgeBase:
         self._index: CorpusIndex | None = None
         self._supersession: Supersession | None = None
         self._context: SearchContext | None = None
+        self._settings_seen = -1  # the settings generation the context was built at
         self._self_calibration = self_calibration
         self.fallback_reason: str | None = None
         # embeds queries when set (e.g. the uncached model behind a document-embedding cache)
@@ -246,11 +247,13 @@ class KnowledgeBase:
 
     # -- reading --------------------------------------------------------------------------
     def context(self) -> SearchContext:
-        """What searches on the store's current generation share; one metadata read (the
-        generation) when it did not move, else rebuilt."""
-        generation = self.store.generation()
+        """What searches on the store's current generations share; one metadata read (both
+        counters) when neither moved. A settings write (weights, fitted models) rebuilds only the
+        context's reads of them; the index and supersession are rebuilt only when the corpus
+        generation moves."""
+        generation, settings = self.store.generations()
         context = self._context
-        if context is None or context.generation != generation:
+        if context is None or (context.generation, self._settings_seen) != (generation, settings):
             context = self._context = SearchContext.build(
                 self.store,
                 generation=generation,
@@ -258,6 +261,7 @@ class KnowledgeBase:
                 supersession=self._supersession_at(generation),
                 explicit=self._explicit_name,
             )
+            self._settings_seen = settings
         return context
 
     def index_generation(self) -> int | None:

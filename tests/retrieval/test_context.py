@@ -1,6 +1,7 @@
-"""One query path: a search on an unchanged store reads one value from the store's metadata (the
-generation); a write moves the generation and the next search runs on a rebuilt context, so a
-changed weight or confidence model is live at once. Both backends."""
+"""One query path: a search on an unchanged store makes one read of the store's metadata (the
+corpus and settings generations); a settings write moves the settings generation and the next
+search re-reads the weights and models (the index stays), a corpus write moves the generation and
+rebuilds the index, so a changed weight or confidence model is live at once. Both backends."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ from tests.storage.test_contract import put
 
 # every Store method that reads the store's metadata (meta table, blobs, counters)
 METADATA_READS = (
+    "generations",
     "generation",
+    "settings_generation",
     "get_meta",
     "get_json",
     "embedder_info",
@@ -99,11 +102,11 @@ def test_a_search_on_an_unchanged_store_reads_only_the_generation(
     for mode in ("hybrid", "sparse", "dense", "hybrid"):
         calls.clear()
         result = search(kb, mode)
-        assert calls == ["generation"], mode
+        assert calls == ["generations"], mode
         assert result.candidates[0].doc_id == "POOL"
     calls.clear()
     assert kb.gate().dense_trusted and kb.index().generation == kb.store.generation()
-    assert calls == ["generation", "generation", "generation"]  # one each, nothing more
+    assert calls == ["generations", "generations", "generation"]  # one each, nothing more
 
 
 def test_a_write_rebuilds_the_context_and_the_new_settings_are_live(
@@ -115,10 +118,11 @@ def test_a_write_rebuilds_the_context_and_the_new_settings_are_live(
     assert kb.gate().weights.dense == 0.5
     assert first.weights in ({"sparse": 0.5, "dense": 0.5}, {"sparse": 1.0, "dense": 0.0})
     assert first.gate is not None and first.gate.weights_source == "test"
-    before = kb.store.generation()
+    before = kb.store.generations()
 
     kb.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.25, "source": "refit"}})
-    assert kb.store.generation() != before  # a settings write moves the generation
+    after = kb.store.generations()  # a settings write moves the settings generation only
+    assert after[0] == before[0] and after[1] > before[1]
     second = search(kb)
     assert kb.gate().weights.dense == 0.25
     assert second.weights in ({"sparse": 0.75, "dense": 0.25}, {"sparse": 1.0, "dense": 0.0})
@@ -142,7 +146,7 @@ def test_a_write_rebuilds_the_context_and_the_new_settings_are_live(
     assert "POOL2" in [c.doc_id for c in search(kb, "sparse").candidates]
     calls = spy(kb.store, monkeypatch)
     search(kb)
-    assert calls == ["generation"]
+    assert calls == ["generations"]
 
 
 def test_the_options_are_checked_once_by_the_retrievers_plan(tmp_path: Path) -> None:

@@ -74,7 +74,11 @@ def test_readyz_reads_state_and_never_builds_the_index(service: Service) -> None
     kb = service.client.app.state.service.kb  # type: ignore[attr-defined]
     kb.index()
     before = kb.index_generation()
-    kb.store.set_json("test.readyz", {"written": True})  # a write: the generation moves
+    # a settings write moves only the settings generation: the index stays current
+    kb.store.set_json("test.readyz", {"written": True})
+    assert kb.store.generation() == before
+    assert service.client.get("/readyz").json()["index"] == "current"
+    kb.store.delete(kb.store.list_ids(None)[0])  # a corpus write: the generation moves
     assert kb.store.generation() != before
     ready = service.client.get("/readyz").json()
     assert ready["status"] == "ready" and ready["index"] == "stale"

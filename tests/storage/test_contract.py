@@ -267,3 +267,14 @@ def test_hybrid_search_is_the_same_on_both_backends(any_store: Store, tmp_path: 
     assert result.weights == {"sparse": 0.5, "dense": 0.5}
     assert result.signals["agreement"] == 1.0
     assert kb.status()["chunks_with_vectors"] == len(any_store.chunk_rows().ids)
+    # a settings write is seen by the next search without rebuilding the index
+    index, corpus = kb.index(), any_store.generation()
+    settings_before = any_store.settings_generation()
+    kb.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.2, "source": "test"}})
+    assert any_store.generation() == corpus
+    assert any_store.settings_generation() > settings_before
+    again = kb.search("pool limit connections", SearchFilters(), options)
+    assert again.weights == {"sparse": 0.8, "dense": 0.2}
+    assert kb.index() is index  # the same in-memory index: nothing rebuilt
+    any_store.put_blob("m", b"x")  # blobs are settings too
+    assert any_store.generation() == corpus

@@ -230,7 +230,17 @@ class Store(ServiceStore, Protocol):
     def chunks_changed(self) -> int: ...
 
     def generation(self) -> int:
-        """A counter that changes on every write; caches compare it to know they are stale."""
+        """The corpus generation: a counter that changes on every write to documents, chunks or
+        vectors; the search index compares it to know it is stale."""
+        ...
+
+    def settings_generation(self) -> int:
+        """A counter that changes on every settings write (``set_json``, ``put_blob``: weights,
+        fitted models, the LSA model): what a search context reads beside the index."""
+        ...
+
+    def generations(self) -> tuple[int, int]:
+        """(corpus generation, settings generation) in one read: what a search checks."""
         ...
 
 

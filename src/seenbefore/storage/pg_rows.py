@@ -45,6 +45,14 @@ def bump(conn: Conn) -> None:
     conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
 
 
+def bump_settings(conn: Conn) -> None:
+    """A settings write: the settings generation moves, the corpus generation does not."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('settings_generation', '1') ON CONFLICT (key) DO "
+        "UPDATE SET value = (meta.value::bigint + 1)::text"
+    )
+
+
 def count_change(conn: Conn, changed: int, delta: int) -> None:
     conn.execute(
         "UPDATE meta SET value = (value::bigint + CASE key WHEN 'chunks_changed' THEN %s"

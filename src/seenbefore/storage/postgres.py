@@ -136,6 +136,19 @@ class PostgresStore(JsonSettings):
     def generation(self) -> int:
         return int(self._value("SELECT value FROM meta WHERE key = 'generation'"))
 
+    def settings_generation(self) -> int:
+        return self.generations()[1]
+
+    def generations(self) -> tuple[int, int]:
+        def read(conn: Conn) -> dict[str, str]:
+            rows = conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('generation', 'settings_generation')"
+            ).fetchall()
+            return {str(r[0]): str(r[1]) for r in rows}
+
+        found = self._db.run(read, tiers=())
+        return int(found["generation"]), int(found.get("settings_generation", 0))
+
     def fingerprints(self) -> dict[str, tuple[str, str]]:
         return self._db.run(pg_reads.fingerprints, tiers=None)
 
@@ -280,7 +293,7 @@ class PostgresStore(JsonSettings):
                 " value = excluded.value",
                 (key, value),
             )
-            pgrows.bump(conn)  # settings a search reads: cached contexts go stale
+            pgrows.bump_settings(conn)  # settings a search reads: contexts re-read them
 
         self._db.run(write, tiers=(), write=True)
 
@@ -295,7 +308,7 @@ class PostgresStore(JsonSettings):
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 (key, value, utc_now()),
             )
-            pgrows.bump(conn)
+            pgrows.bump_settings(conn)
 
         self._db.run(write, tiers=(), write=True)
 

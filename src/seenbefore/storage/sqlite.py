@@ -92,8 +92,10 @@ class SQLiteStore(JsonSettings):
         sqlite_files.migrate(self._conn, self._lock, self.path)
 
     @contextmanager
-    def _write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
-        """One write transaction; bumps the generation so caches know they are stale."""
+    def _write(self, *, bump: bool = True, settings: bool = False) -> Iterator[sqlite3.Connection]:
+        """One write transaction; ``bump``: a corpus write, the generation moves (the search
+        index is stale); ``settings``: a settings write, only the settings generation moves
+        (the models and weights a search reads are re-read, the index is kept)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -101,6 +103,11 @@ class SQLiteStore(JsonSettings):
                 if bump:
                     self._conn.execute(
                         "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+                    )
+                if settings:
+                    self._conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('settings_generation', '1') ON "
+                        "CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
                     )
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -125,6 +132,16 @@ class SQLiteStore(JsonSettings):
     # -- documents -------------------------------------------------------------------------
     def generation(self) -> int:
         return int(self._read("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+
+    def settings_generation(self) -> int:
+        return self.generations()[1]
+
+    def generations(self) -> tuple[int, int]:
+        found = self._read(
+            "SELECT key, value FROM meta WHERE key IN ('generation', 'settings_generation')"
+        )
+        rows = {str(r[0]): str(r[1]) for r in found}
+        return int(rows["generation"]), int(rows.get("settings_generation", 0))
 
     def fingerprints(self) -> dict[str, tuple[str, str]]:
         rows = self._read("SELECT id, content_hash, source FROM documents")
@@ -298,7 +315,8 @@ class SQLiteStore(JsonSettings):
         return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._write() as conn:  # settings a search reads: cached contexts go stale
+        # settings a search reads: cached contexts re-read them; the index stays
+        with self._write(bump=False, settings=True) as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET"
                 " value = excluded.value",
@@ -310,7 +328,7 @@ class SQLiteStore(JsonSettings):
         return bytes(rows[0][0]) if rows else None
 
     def put_blob(self, key: str, value: bytes) -> None:
-        with self._write() as conn:
+        with self._write(bump=False, settings=True) as conn:
             conn.execute(
                 "INSERT INTO blobs (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key)"
                 " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",

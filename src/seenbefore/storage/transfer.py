@@ -35,7 +35,14 @@ BATCH = 200
 
 # Counters each store keeps for itself; ``chunks_changed`` is copied (LSA staleness compares it).
 INTERNAL_META = frozenset(
-    {"generation", "chunk_count", "schema_version", "embedder_name", "embedder_dim"}
+    {
+        "generation",
+        "settings_generation",
+        "chunk_count",
+        "schema_version",
+        "embedder_name",
+        "embedder_dim",
+    }
 )
 # service table -> the column that identifies a row across stores (ids may differ)
 SERVICE_TABLES: dict[str, str] = {

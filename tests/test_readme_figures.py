@@ -450,6 +450,17 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
         DETECTION_PAGE,
     ),
     (
+        "ensemble at scale",
+        lambda: (
+            "(1,000 points each, one core, as a live watcher over many series is): {:,.0f} points/s, "
+            "and {:,.0f} KB of Python heap per series".format(
+                _detector("ensemble streaming: 1000 series round-robin"),
+                _detector("ensemble streaming: 1000 series round-robin", "bytes_per_series") / 1000,
+            )
+        ),
+        DETECTION_PAGE,
+    ),
+    (
         "simulator forest batch",
         lambda: "batch {:,.0f} points/s (its code is unchanged)".format(_detector("forest batch")),
         DETECTION_PAGE,

@@ -15,7 +15,13 @@ from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import from_text
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review import ReviewWorkflow
-from seenbefore.review.labels import fit_from_reviews, labels, reviewed_figures
+from seenbefore.review.labels import (
+    REFIT_RECORD,
+    fit_from_reviews,
+    labels,
+    maybe_refit,
+    reviewed_figures,
+)
 from seenbefore.security.tokens import Principal
 from tests.review.conftest import ALL_TIERS, CERT, make_settings
 
@@ -106,3 +112,26 @@ def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) ->
     assert (model["review_labels"], model["positive"]) == (2, 1)
     assert model["self_test_cases"] > 0  # fewer than 3 of each class: combined with self-test
     assert kb.store.get_json("confidence_models") is None  # persist=False saved nothing
+
+
+def test_decisions_refit_calibration_once_enough_labels_arrive(
+    tmp_path: Path, sample_home: Path, alice: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the workflow refits by itself once REFIT_EVERY labels arrived (here 5: one decide() run)
+    monkeypatch.setattr("seenbefore.review.labels.REFIT_EVERY", 5)
+    auto = shutil.copytree(sample_home, tmp_path / "auto")
+    decide(auto, alice, approve=False)
+    with KnowledgeBase(make_settings(auto)) as kb:
+        assert kb.store.get_json(REFIT_RECORD)["labels"] == 5
+    monkeypatch.setattr("seenbefore.review.labels.REFIT_EVERY", 10)
+    home = shutil.copytree(sample_home, tmp_path / "refit")
+    decide(home, alice, approve=False)  # 5 dismissals: 5 labels, below REFIT_EVERY (10)
+    with KnowledgeBase(make_settings(home)) as kb:
+        assert kb.store.get_json(REFIT_RECORD) is None  # not due: nothing ran
+        assert maybe_refit(kb, every=10) is None
+        report = maybe_refit(kb, every=5)  # due at 5: the same fit as calibrate --from-reviews
+        assert report is not None and "sparse" in report["models"]
+        record = kb.store.get_json(REFIT_RECORD)
+        assert record["labels"] == 5 and "sparse" in record["kept"]
+        assert "vs the live model's" in record["precedence"]["sparse"]  # the held-out check ran
+        assert maybe_refit(kb, every=5) is None  # counted from the last refit

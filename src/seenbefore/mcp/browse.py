@@ -253,6 +253,7 @@ def record_feedback(app: Ready, who: Caller, args: RecordFeedback) -> outputs.Fe
             doc_ids=named,
             detail={"doc_id": doc_id, "helpful": args.helpful, "channel": "mcp"},
         )
+        app.workflow.refit_if_due()  # feedback labels refit calibration as decisions do
     app.audit.record(
         who.principal,
         "feedback",

@@ -35,6 +35,8 @@ from seenbefore.review.records import now
 from seenbefore.storage.sqlport import SqlConn
 
 MIN_REVIEW_LABELS = 20  # per retrieval mode, before review labels are fitted on their own
+REFIT_EVERY = 10  # new labels (decisions, feedback) after which the next decision refits
+REFIT_RECORD = "review_refit"  # the store's settings key: labels counted at the last refit
 MIN_PER_CLASS = 3
 NOT_AGAINST_RETRIEVAL = (DismissReason.RIGHT_PRECEDENT_WRONG_CAUSE.value,)
 
@@ -195,3 +197,28 @@ def reviewed_figures(kb: KnowledgeBase) -> dict[str, Any] | None:
         mine = [_label_run(r) for r in rows if r["model_key"] == key]
         out[key] = figures(model, as_labelled(mine, "review")).get("all", {})
     return out or None
+
+
+def maybe_refit(kb: KnowledgeBase, *, every: int | None = None) -> dict[str, Any] | None:
+    """Refit from the review labels once ``every`` new ones arrived since the last refit (each
+    approval, dismissal and feedback adds one): the same fit as ``calibrate --from-reviews``,
+    kept per mode only when it beats the live model on the held-out labels. None when it was not
+    due. A fit that cannot run (labels of one class, too few) is recorded with its reason; it
+    never fails the decision that triggered it."""
+    every = REFIT_EVERY if every is None else every
+    count = int(kb.store.query("SELECT COUNT(*) AS n FROM calibration_labels")[0]["n"])
+    last = kb.store.get_json(REFIT_RECORD) or {}
+    if every <= 0 or count - int(last.get("labels", 0)) < every:
+        return None
+    metas = kb.store.documents_meta(kb.store.list_ids(None))
+    tiers = sorted({m.postmortem.access_tier for m in metas.values()}) or ["general"]
+    record: dict[str, Any] = {"labels": count, "at": now()}
+    try:
+        report = fit_from_reviews(kb, tiers=tiers, persist=True)
+        record["kept"] = {k: bool(m["kept"]) for k, m in report["models"].items()}
+        record["precedence"] = {k: m["precedence"] for k, m in report["models"].items()}
+    except ValueError as exc:
+        report = {"error": str(exc)}
+        record["error"] = str(exc)
+    kb.store.set_json(REFIT_RECORD, record)
+    return report

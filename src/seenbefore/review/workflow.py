@@ -26,7 +26,7 @@ from seenbefore.errors import ConflictError, InputError, NotFoundError, StoreErr
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
-from seenbefore.review.labels import record_label, top_label
+from seenbefore.review.labels import maybe_refit, record_label, top_label
 from seenbefore.review.models import DismissReason, DraftEdits, Review, request_to_dict
 from seenbefore.review.postmortem import postmortem_id, render, validate
 from seenbefore.review.records import ReviewRecords, add_event, now, visible_sql
@@ -200,6 +200,7 @@ class ReviewWorkflow:
                     conn, review_id, review.round, review.evidence, label, reason="approved"
                 )
         self._resume(review_id, payload)
+        self.refit_if_due()
         return self._visible_or_redacted(review_id, reviewer)
 
     def dismiss(
@@ -271,7 +272,20 @@ class ReviewWorkflow:
                     conn, review_id, review.round, review.evidence, 0, reason=why.value, note=note
                 )
         self._resume(review_id, payload)
+        self.refit_if_due()
         return self._visible_or_redacted(review_id, reviewer)
+
+    def refit_if_due(self) -> None:
+        """Every ``labels.REFIT_EVERY`` new labels, refit the confidence model from them (kept
+        only if it beats the live one on held-out labels); a failure is logged, never raised:
+        the decision is already recorded."""
+        try:
+            report = maybe_refit(self.kb)
+        except Exception:  # the decision stands whatever the refit does
+            log.exception("refit from review labels failed")
+            return
+        if report is not None:
+            log.info("refit from review labels: %s", report.get("error") or report.get("models"))
 
     def close_by_source(
         self,

@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         console.print(table)
         console.print(
-            f"model: weights {dict(model.weights)}, bias {model.bias:.3f}, threshold {model.threshold}"
+            f"model: weights {dict(model.weights)}, bias {model.bias:.3f}, lo {model.lo}, hi {model.hi}"
         )
         per_kind: dict[str, list[int]] = defaultdict(list)
         for c in cases:

@@ -411,7 +411,7 @@ def postgres_runs(
     """The same queries through the PostgreSQL store: full text search in the database (each
     ts_rank_cd normalisation), pgvector HNSW, and their RRF with a gate fitted on train."""
     from pgstore import one_chunk_document, server_store
-    from seenbefore.storage.pg_search import keyword_hits
+    from seenbefore.storage.postgres.search import keyword_hits
     from seenbefore.types import SearchFilters
 
     doc_vecs, query_vecs = vectors
@@ -444,7 +444,7 @@ def postgres_runs(
         for norm in PG_NORMALIZATIONS:
             runs[f"PG full text norm={norm}"] = sparse_run(test_ids, norm)
         timings["PG full text queries"] = round(time.perf_counter() - clock, 2)
-        from seenbefore.storage.pg_search import RANK_NORMALIZATION
+        from seenbefore.storage.postgres.search import RANK_NORMALIZATION
 
         pg_sparse = {**runs[f"PG full text norm={RANK_NORMALIZATION}"],
                      **sparse_run(train_ids, RANK_NORMALIZATION)}  # fmt: skip

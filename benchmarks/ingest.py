@@ -34,7 +34,7 @@ from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.retrieval.sparse import sparse_search
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from seenbefore.core.fusion import RRF_K, ranked, rrf  # noqa: E402
-from seenbefore.storage.pg_pool import PgOptions  # noqa: E402
-from seenbefore.storage.postgres import PostgresStore  # noqa: E402
+from seenbefore.storage.postgres.pool import PgOptions  # noqa: E402
+from seenbefore.storage.postgres.store import PostgresStore  # noqa: E402
 from seenbefore.types import Chunk, Postmortem, SearchFilters, Section  # noqa: E402
 
 

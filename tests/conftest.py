@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from seenbefore.knowledge.ingest import Ingestor
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 # the run's own model cache, and a run that touches the user's fails (tests/cache_guard.py);
 # pytester runs a small suite in a subprocess to show it (tests/test_cache_guard.py)

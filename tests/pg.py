@@ -30,7 +30,7 @@ from urllib.parse import quote
 import psycopg
 from psycopg import sql
 
-from seenbefore.storage.pg_schema import OWNER_ROLE, bootstrap_sql
+from seenbefore.storage.postgres.schema import OWNER_ROLE, bootstrap_sql
 
 PG_USER = "seenbefore-pg"  # the system user the server runs as when we are root
 SUPERUSER = "postgres"

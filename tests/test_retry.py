@@ -104,7 +104,7 @@ class FailingPool:
 
 def _database(pool: FailingPool, retries: int) -> Any:
     pytest.importorskip("psycopg")
-    from seenbefore.storage.pg_pool import Database, PgOptions
+    from seenbefore.storage.postgres.pool import Database, PgOptions
 
     db = Database.__new__(Database)  # no server: only the retry path around the pool
     db.options = PgOptions(retries=retries, retry_backoff_s=0.001)

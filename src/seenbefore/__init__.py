@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "Postmortem": "seenbefore.types",
     "PostmortemInvalid": "seenbefore.errors",
     "QuarantineEntry": "seenbefore.types",
-    "SQLiteStore": "seenbefore.storage.sqlite",
+    "SQLiteStore": "seenbefore.storage.sqlite.store",
     "SchemaVersionError": "seenbefore.errors",
     "SearchFilters": "seenbefore.types",
     "SearchResult": "seenbefore.types",

@@ -1,5 +1,5 @@
 """One retry policy, on tenacity, for everything that retries: notifier deliveries
-(``notify/router.py``) and PostgreSQL transactions (``storage/pg_pool.py``).
+(``notify/router.py``) and PostgreSQL transactions (``storage/postgres/pool.py``).
 
 ``Backoff`` holds the numbers (attempts, exponential backoff capped at ``max_delay``, part of it
 random) and ``Backoff.retrying`` turns them into a ``tenacity.Retrying`` that retries either on a

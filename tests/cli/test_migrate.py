@@ -14,8 +14,8 @@ from seenbefore.config import Settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.security.audit import AuditLog
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.storage.transfer import inventory
 from seenbefore.types import SearchFilters
 from tests.conftest import EXAMPLES, postmortem_text

@@ -22,7 +22,7 @@ from seenbefore.cli.app import app
 from seenbefore.errors import MappingError
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.jsonl import FieldMapping
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import postmortem_text
 from tests.fuzz.strategies import FUZZ, atoms, documents, json_values, mostly, yamlish
 

@@ -16,8 +16,8 @@ from seenbefore.cli.app import app
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.storage.base import Store
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import WriteDoc, postmortem_text
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration)]

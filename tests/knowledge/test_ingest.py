@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from seenbefore.knowledge.ingest import Ingestor
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 from tests.conftest import WriteDoc, postmortem_text
 

@@ -5,7 +5,7 @@ import pytest
 from seenbefore.errors import MappingError, PostmortemInvalid
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.jsonl import FieldMapping, read_jsonl, record_to_postmortem
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 
 def test_mapping_parses_fields_templates_and_literals() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seenbefore.knowledge.ingest import Ingestor, same_source
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import WriteDoc, postmortem_text
 
 GOOD_BODY = "## Summary\nThe original write-up of the pool incident.\n"

@@ -24,7 +24,7 @@ from seenbefore.evaluation.cases import load_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.parsing import YAMLProblem, load_yaml
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 MAX_SECONDS = 1.0
 MAX_PEAK_BYTES = 5_000_000

@@ -22,7 +22,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import Chunk, Postmortem, SearchFilters
 
 TIERS = ("general", "restricted", "security")

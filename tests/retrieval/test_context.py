@@ -20,8 +20,8 @@ from seenbefore.kb import KnowledgeBase, shipped_defaults
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
 from seenbefore.storage.base import Store
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 from tests.conftest import postmortem_text
 from tests.storage.test_contract import put

@@ -6,7 +6,7 @@ from seenbefore.errors import NotFoundError
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.retrieval.sparse import sparse_search
 from seenbefore.retrieval.tokenize import query_terms
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 from tests.conftest import WriteDoc, postmortem_text
 

@@ -20,7 +20,7 @@ from seenbefore.review import ReviewWorkflow
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import Principal
 from seenbefore.storage.factory import open_store
-from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.postgres.store import PostgresStore
 from tests.conftest import EXAMPLES
 from tests.review.conftest import ALL_TIERS, CERT, WEBHOOK, make_settings
 

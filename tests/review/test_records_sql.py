@@ -12,8 +12,8 @@ import pytest
 
 from seenbefore.review.records import ReviewRecords
 from seenbefore.storage.base import Store
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])

@@ -15,7 +15,7 @@ import pytest
 from seenbefore.errors import InputError
 from seenbefore.security.audit import GENESIS_HASH, AuditLog, chain_hash
 from seenbefore.security.tokens import Principal
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 REPO = Path(__file__).resolve().parents[2]
 QUERY = "checkout p99 latency up after the zebra-cache deploy"
@@ -217,7 +217,7 @@ def test_two_processes_append_to_one_chain(store: SQLiteStore) -> None:
     script = (
         "import sys\n"
         "from seenbefore.security.audit import AuditLog\n"
-        "from seenbefore.storage.sqlite import SQLiteStore\n"
+        "from seenbefore.storage.sqlite.store import SQLiteStore\n"
         "with SQLiteStore(sys.argv[1]) as s:\n"
         "    log = AuditLog(s)\n"
         "    for i in range(40):\n"

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from seenbefore.cli.app import app
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import TokenStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import postmortem_text
 
 runner = CliRunner()

@@ -14,9 +14,9 @@ from psycopg import errors as pg_errors
 from seenbefore.errors import AuthError, StoreError
 from seenbefore.security.audit import GENESIS_HASH, AuditLog, chain_hash
 from seenbefore.security.tokens import TokenStore
-from seenbefore.storage.pg_checkpoint import setup_checkpoints
-from seenbefore.storage.pg_schema import APP_ROLE, OWNER_ROLE
-from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.postgres.checkpoint import setup_checkpoints
+from seenbefore.storage.postgres.schema import APP_ROLE, OWNER_ROLE
+from seenbefore.storage.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.integration
 

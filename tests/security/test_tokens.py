@@ -15,7 +15,7 @@ from seenbefore.security.tokens import (
     check_tiers,
     local_principal,
 )
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 GIVEN = "sb_" + "A" * 40
 

@@ -17,9 +17,9 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service.app import create_app
 from seenbefore.storage.factory import open_store
-from seenbefore.storage.pg_pool import PgOptions
-from seenbefore.storage.pg_schema import OWNER_ROLE
-from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.postgres.pool import PgOptions
+from seenbefore.storage.postgres.schema import OWNER_ROLE
+from seenbefore.storage.postgres.store import PostgresStore
 from tests.pg import LOGIN_ROLE, LocalPostgres
 from tests.service.conftest import ROLES, service_settings, write_kb
 from tests.service.test_reviews import POOL_ALERT

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from seenbefore.security.audit import AuditLog
-from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.postgres.store import PostgresStore
 from tests.conftest import REPO, postmortem_text
 
 pytestmark = pytest.mark.integration

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration)]
 

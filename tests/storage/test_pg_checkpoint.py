@@ -8,8 +8,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from seenbefore.storage.pg_checkpoint import postgres_checkpointer
-from seenbefore.storage.postgres import PostgresStore
+from seenbefore.storage.postgres.checkpoint import postgres_checkpointer
+from seenbefore.storage.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.integration
 

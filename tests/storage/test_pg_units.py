@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from seenbefore.storage.pg_pool import redact
-from seenbefore.storage.pg_rows import filter_sql
-from seenbefore.storage.pg_schema import MIGRATIONS, RLS_TABLES, bootstrap_sql
-from seenbefore.storage.pg_search import ts_query
+from seenbefore.storage.postgres.pool import redact
+from seenbefore.storage.postgres.rows import filter_sql
+from seenbefore.storage.postgres.schema import MIGRATIONS, RLS_TABLES, bootstrap_sql
+from seenbefore.storage.postgres.search import ts_query
 from seenbefore.types import SearchFilters
 
 

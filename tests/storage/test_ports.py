@@ -13,8 +13,8 @@ import pytest
 from seenbefore.errors import StoreError
 from seenbefore.storage.base import Store
 from seenbefore.storage.dialect import POSTGRES_SQL, SQLITE_SQL
-from seenbefore.storage.pg_pool import redact
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.pool import redact
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 # three rows of a JSON-array column, as the service tables keep them (text on both backends)
 ROWS = (

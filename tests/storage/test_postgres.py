@@ -22,10 +22,10 @@ from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.storage.base import EmbeddedVectors
 from seenbefore.storage.factory import open_store
-from seenbefore.storage.pg_pool import PgOptions
-from seenbefore.storage.pg_schema import MIGRATIONS, MIN_VECTOR_VERSION
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.pool import PgOptions
+from seenbefore.storage.postgres.schema import MIGRATIONS, MIN_VECTOR_VERSION
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 from tests.conftest import REPO, postmortem_text
 from tests.pg import LOGIN_ROLE, LocalPostgres, database_of, vector_version
@@ -243,7 +243,7 @@ def test_two_processes_share_one_database(pg_url: str, tmp_path: Path) -> None:
         assert kb.search("zeppelin", SearchFilters(), SearchOptions(mode="sparse")).candidates == ()
         script = (
             "import sys; sys.path.insert(0, sys.argv[2])\n"
-            "from seenbefore.storage.postgres import PostgresStore\n"
+            "from seenbefore.storage.postgres.store import PostgresStore\n"
             "from tests.storage.test_contract import put\n"
             "with PostgresStore(sys.argv[1]) as s: print(put(s, 'REMOTE', 'zeppelin hangar'))\n"
         )

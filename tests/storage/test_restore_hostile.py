@@ -24,8 +24,8 @@ from typer.testing import CliRunner, Result
 from seenbefore.cli.app import app
 from seenbefore.errors import StoreError
 from seenbefore.knowledge.ingest import Ingestor
-from seenbefore.storage.schema import MIGRATIONS
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.schema import MIGRATIONS
+from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import postmortem_text
 
 runner = CliRunner()

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from seenbefore.storage.schema import MIGRATIONS
-from seenbefore.storage.sqlfilters import current_sql
+from seenbefore.storage.sqlite.filters import current_sql
+from seenbefore.storage.sqlite.schema import MIGRATIONS
 
 
 def _database() -> sqlite3.Connection:

@@ -6,8 +6,8 @@ import pytest
 
 from seenbefore.errors import NotFoundError, SchemaVersionError, StoreError
 from seenbefore.knowledge.ingest import Ingestor
-from seenbefore.storage.schema import MIGRATIONS
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.schema import MIGRATIONS
+from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 from tests.conftest import postmortem_text
 

@@ -20,7 +20,7 @@ from seenbefore.cli.common import (
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import StoreError
 from seenbefore.storage.base import RestoreCheck, Store
-from seenbefore.storage.sqlite_restore import REFUSED, one_line
+from seenbefore.storage.sqlite.restore import REFUSED, one_line
 
 
 def delete(
@@ -162,7 +162,7 @@ def restore(
 ) -> None:
     """Replace the store's content with a backup, after checking a copy of it: integrity, a
     schema exactly as this version's migrations build it, a schema version this version reads,
-    rows it can read, and an intact audit chain (storage/sqlite_restore.py). A refused backup
+    rows it can read, and an intact audit chain (storage/sqlite/restore.py). A refused backup
     leaves the store, and the review checkpoints beside it, as they were."""
     if not yes:
         typer.confirm("This replaces the whole knowledge base. Continue?", abort=True)

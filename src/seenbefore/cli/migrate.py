@@ -12,7 +12,7 @@ from seenbefore.cli.common import console, print_json, settings
 from seenbefore.cli.ingest import progress_bar
 from seenbefore.errors import InputError
 from seenbefore.storage.factory import open_url
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:  # the PostgreSQL driver is an extra: imported when the command runs
     from seenbefore.storage.transfer import TransferReport

@@ -8,7 +8,7 @@
 
 The checkpoints live in ``<home>/reviews.sqlite`` (LangGraph's ``SqliteSaver``; not its
 ``SqliteStore``, which needs SQLite loadable extensions), or, over the PostgreSQL store, in its
-database (``PostgresSaver``, storage/pg_checkpoint.py), so every replica sees every thread. The
+database (``PostgresSaver``, storage/postgres/checkpoint.py), so every replica sees every thread. The
 state is plain JSON, so any process can resume a thread. Thread id == review id.
 """
 

@@ -2,6 +2,6 @@
 the default) and the PostgreSQL server store (postgres.py, the ``postgres`` extra)."""
 
 from seenbefore.storage.base import Store, StoreStats
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 __all__ = ["SQLiteStore", "Store", "StoreStats"]

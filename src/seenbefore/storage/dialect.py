@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.pg_schema import AUDIT_LOCK
 from seenbefore.storage.sqlport import SqlConn, marks
 
+AUDIT_LOCK = 0x5EEB_0004  # pg_advisory_xact_lock key: one audit record appended at a time
 # tables whose appends the dialect orders across writers (PostgreSQL advisory lock keys)
 SERIAL_TABLES = {"audit_log": AUDIT_LOCK}
 

@@ -9,10 +9,10 @@ from seenbefore.config import Settings
 from seenbefore.errors import ConfigError
 from seenbefore.extras import requires
 from seenbefore.storage.base import Store
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:
-    from seenbefore.storage.postgres import PostgresStore
+    from seenbefore.storage.postgres.store import PostgresStore
 
     def _both_are_stores(lite: SQLiteStore, pg: PostgresStore) -> tuple[Store, Store]:
         """mypy checks here that each adapter implements the whole Store protocol."""
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 def _postgres(url: str, settings: Settings) -> PostgresStore:
     with requires("postgres", "SEENBEFORE_DATABASE_URL=postgresql://... (the PostgreSQL store)"):
-        from seenbefore.storage.pg_pool import PgOptions
-        from seenbefore.storage.postgres import PostgresStore
+        from seenbefore.storage.postgres.pool import PgOptions
+        from seenbefore.storage.postgres.store import PostgresStore
     return PostgresStore(
         url,
         options=PgOptions(

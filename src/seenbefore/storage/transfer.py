@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from seenbefore.errors import ConflictError, StoreError
-from seenbefore.storage.postgres import PostgresStore
-from seenbefore.storage.sqlite import SQLiteStore
+from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.store import SQLiteStore
 
 AnyStore = SQLiteStore | PostgresStore
 Progress = Callable[[int, int], None]

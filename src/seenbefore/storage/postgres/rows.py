@@ -15,8 +15,8 @@ from psycopg.rows import dict_row
 
 from seenbefore.errors import StoreError
 from seenbefore.storage.base import EmbeddedVectors, StoreStats, stored_document
-from seenbefore.storage.pg_pool import Conn
-from seenbefore.storage.pg_schema import OWNER_ROLE
+from seenbefore.storage.postgres.pool import Conn
+from seenbefore.storage.postgres.schema import OWNER_ROLE
 from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
 
 

@@ -13,7 +13,7 @@ document keeps chunks, vectors, keyword statistics and metadata in step. What di
 - **Dense search** is pgvector: ``vector(d)`` for the claimed embedder's dimension, an HNSW index
   (cosine), and iterative index scans (pgvector >= 0.8) so a filter that drops most neighbours
   does not starve the result list.
-- **Access tiers are enforced by the database** with row-level security (see pg_schema.py):
+- **Access tiers are enforced by the database** with row-level security (see postgres/schema.py):
   methods that take tiers run with exactly those tiers; maintenance (ingest, reindex, the
   in-memory index build) runs with every tier, explicitly.
 - Nothing is cached in the process: every call reads the database, so several processes can share
@@ -32,8 +32,6 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import NotFoundError, StoreError
-from seenbefore.storage import pg_admin, pg_ids, pg_reads, pg_search, pg_tx
-from seenbefore.storage import pg_rows as pgrows
 from seenbefore.storage.base import (
     Checkpoints,
     ChunkHit,
@@ -47,7 +45,13 @@ from seenbefore.storage.base import (
     visible_document,
 )
 from seenbefore.storage.dialect import POSTGRES_SQL, PostgresSql
-from seenbefore.storage.pg_pool import Conn, Database, PgOptions, ServerInfo
+from seenbefore.storage.postgres import admin as pg_admin
+from seenbefore.storage.postgres import ids as pg_ids
+from seenbefore.storage.postgres import reads as pg_reads
+from seenbefore.storage.postgres import rows as pgrows
+from seenbefore.storage.postgres import search as pg_search
+from seenbefore.storage.postgres import tx as pg_tx
+from seenbefore.storage.postgres.pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import (
     Chunk,
@@ -86,7 +90,7 @@ class PostgresStore(JsonSettings):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the service tables (storage/sqlport.py, storage/pg_tx.py) ----------------------------
+    # -- the service tables (storage/sqlport.py, storage/postgres/tx.py) ----------------------------
     def transaction(self) -> AbstractContextManager[pg_tx.PgConnection]:
         """A READ COMMITTED write transaction for tables outside the search index (tokens,
         audit log, reviews), in portable SQL; it does not bump the generation."""
@@ -103,9 +107,9 @@ class PostgresStore(JsonSettings):
 
     @contextmanager
     def checkpointer(self, local: Path) -> Iterator[Checkpoints]:
-        """LangGraph's ``PostgresSaver`` in this database (storage/pg_checkpoint.py), so any
+        """LangGraph's ``PostgresSaver`` in this database (storage/postgres/checkpoint.py), so any
         replica can resume any review; ``local`` is unused."""
-        from seenbefore.storage.pg_checkpoint import postgres_checkpointer
+        from seenbefore.storage.postgres.checkpoint import postgres_checkpointer
 
         with postgres_checkpointer(self._db.url) as saver:
             yield Checkpoints(

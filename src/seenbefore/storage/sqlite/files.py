@@ -1,6 +1,6 @@
 """The SQLite store's file: opening it, checking whose and which version it is, migrating it, and
 copying it whole (SQLite's online backup API, safe while the store is in use). Restoring a copy
-is in sqlite_restore.py."""
+is in sqlite/restore.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 
 from seenbefore.errors import SchemaVersionError, StoreError
-from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
-from seenbefore.storage.sqlite_rows import statements
+from seenbefore.storage.sqlite.rows import statements
+from seenbefore.storage.sqlite.schema import APPLICATION_ID, MIGRATIONS
 
 
 def connect(path: str | Path) -> sqlite3.Connection:

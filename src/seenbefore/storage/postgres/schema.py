@@ -275,7 +275,6 @@ MIGRATIONS.append(
     """
 )
 # --- migration 3 ---
-AUDIT_LOCK = 0x5EEB_0004  # pg_advisory_xact_lock key: one audit record appended at a time
 AUDIT_TRIGGERS = ("audit_log_append_only", "audit_log_no_truncate")  # migrations 2 and 3
 AUDIT_FORBIDDEN = ("UPDATE", "DELETE", "TRUNCATE")  # privileges the app role must not hold
 APPEND_ONLY_SINCE = 3  # the migration from which REVOKE_APPEND_ONLY applies

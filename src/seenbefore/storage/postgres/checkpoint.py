@@ -20,8 +20,8 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.pg_pool import redact
-from seenbefore.storage.pg_schema import GRANTS, OWNER_ROLE, REVOKE_APPEND_ONLY, SCHEMA
+from seenbefore.storage.postgres.pool import redact
+from seenbefore.storage.postgres.schema import GRANTS, OWNER_ROLE, REVOKE_APPEND_ONLY, SCHEMA
 
 CHECKPOINT_LOCK = 0x5EEB_0003
 

@@ -50,9 +50,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seenbefore.errors import NotFoundError, SchemaVersionError, SeenbeforeError, StoreError
-from seenbefore.storage import sqlite_files
 from seenbefore.storage.base import RestoreCheck, Store
-from seenbefore.storage.schema import APPLICATION_ID, MIGRATIONS
+from seenbefore.storage.sqlite import files as sqlite_files
+from seenbefore.storage.sqlite.schema import APPLICATION_ID, MIGRATIONS
 
 Schema = dict[tuple[str, str], tuple[str, str]]  # (type, name) -> (table, normalised sql)
 REFUSED = "restore refused, the live store is unchanged"

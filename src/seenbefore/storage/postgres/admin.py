@@ -1,6 +1,6 @@
 """The PostgreSQL store's housekeeping statements: claiming the embedder, quarantine rows, the
 audit log's append-only guards, and the table list `seenbefore migrate` copies
-(storage/postgres.py runs them in its transactions)."""
+(storage/postgres/store.py runs them in its transactions)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from seenbefore.errors import EmbedderMismatchError
-from seenbefore.storage.pg_pool import Conn
-from seenbefore.storage.pg_rows import bump, type_vectors
-from seenbefore.storage.pg_schema import APP_ROLE, AUDIT_FORBIDDEN, AUDIT_TRIGGERS
+from seenbefore.storage.postgres.pool import Conn
+from seenbefore.storage.postgres.rows import bump, type_vectors
+from seenbefore.storage.postgres.schema import APP_ROLE, AUDIT_FORBIDDEN, AUDIT_TRIGGERS
 from seenbefore.types import QuarantineEntry
 
 

@@ -19,8 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import EmbedderMismatchError, NotFoundError, StoreError
-from seenbefore.storage import sqlite_files, sqlite_restore
-from seenbefore.storage import sqlite_rows as sqrows
 from seenbefore.storage.base import (
     Checkpoints,
     ChunkHit,
@@ -34,8 +32,11 @@ from seenbefore.storage.base import (
     visible_document,
 )
 from seenbefore.storage.dialect import SQLITE_SQL, SQLiteSql
-from seenbefore.storage.schema import AUDIT_TRIGGERS
-from seenbefore.storage.sqlfilters import filter_sql
+from seenbefore.storage.sqlite import files as sqlite_files
+from seenbefore.storage.sqlite import restore as sqlite_restore
+from seenbefore.storage.sqlite import rows as sqrows
+from seenbefore.storage.sqlite.filters import filter_sql
+from seenbefore.storage.sqlite.schema import AUDIT_TRIGGERS
 from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, SearchFilters, StoredDocument
 
@@ -70,8 +71,8 @@ class SQLiteStore(JsonSettings):
         return contextlib.nullcontext(True)
 
     def checkpointer(self, local: Path) -> AbstractContextManager[Checkpoints]:
-        """LangGraph's ``SqliteSaver`` in the file ``local`` (storage/sqlite_checkpoint.py)."""
-        from seenbefore.storage.sqlite_checkpoint import sqlite_checkpointer
+        """LangGraph's ``SqliteSaver`` in the file ``local`` (storage/sqlite/checkpoint.py)."""
+        from seenbefore.storage.sqlite.checkpoint import sqlite_checkpointer
 
         return sqlite_checkpointer(local)
 
@@ -402,7 +403,7 @@ class SQLiteStore(JsonSettings):
 
     def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
         """Replace this store's content with a backup taken by :meth:`backup`, once a copy of
-        it passed every check (storage/sqlite_restore.py) and ``verify`` (the caller's own, on
+        it passed every check (storage/sqlite/restore.py) and ``verify`` (the caller's own, on
         the copy opened as a store: the CLI checks the audit chain there)."""
         sqlite_restore.restore(
             self._conn, self._lock, self.local_file, source, open_copy=SQLiteStore, verify=verify

@@ -4,7 +4,7 @@ Keyword: full text search, NOT BM25. OR-joined lexemes against the generated ``t
 index), ranked by ``ts_rank_cd`` (cover density) with length normalisation; no corpus-wide IDF,
 no term-frequency saturation: 0.448 nDCG@10 on SciFact where BM25 gets 0.667, and every row
 that matches any term is ranked, so long OR queries get slow as the corpus grows (benchmarks/
-latency.py). It runs inside the ``keyword_hits`` function (pg_schema.py says why). Dense:
+latency.py). It runs inside the ``keyword_hits`` function (postgres/schema.py says why). Dense:
 pgvector HNSW (cosine) with iterative index scans, read under row-level security.
 """
 
@@ -19,9 +19,9 @@ import numpy.typing as npt
 from psycopg import sql
 
 from seenbefore.storage.base import ChunkHit
-from seenbefore.storage.pg_pool import Conn, Database
-from seenbefore.storage.pg_rows import filter_sql, superseded_for
-from seenbefore.storage.pg_schema import KEYWORD_FUNCTION
+from seenbefore.storage.postgres.pool import Conn, Database
+from seenbefore.storage.postgres.rows import filter_sql, superseded_for
+from seenbefore.storage.postgres.schema import KEYWORD_FUNCTION
 from seenbefore.types import SearchFilters
 
 # ts_rank_cd normalisation flags: 4 (divide by the mean harmonic distance between extents) | 1

@@ -1,5 +1,5 @@
 """Whole-table reads of the PostgreSQL store, for the in-memory indexes and supersession
-(storage/postgres.py runs them with every tier: they are maintenance, not a caller's view).
+(storage/postgres/store.py runs them with every tier: they are maintenance, not a caller's view).
 Ids sort ``COLLATE "C"`` (byte order), as SQLite sorts them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.storage.base import ChunkRows, DocumentRows
-from seenbefore.storage.pg_pool import Conn
+from seenbefore.storage.postgres.pool import Conn
 from seenbefore.storage.supersession import SupersedeRow
 from seenbefore.types import Chunk
 

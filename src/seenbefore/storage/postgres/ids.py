@@ -1,4 +1,4 @@
-"""Ids regardless of case on the PostgreSQL store (as storage/sqlite_rows.py does for SQLite): the
+"""Ids regardless of case on the PostgreSQL store (as storage/sqlite/rows.py does for SQLite): the
 case variants a write takes over, and the stored spelling a lookup finds. Both read through the
 ``lower(id)`` index of migration 4; a write runs under WRITE_LOCK, so the check and the write
 cannot interleave with another writer's."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from seenbefore.storage import pg_rows as pgrows
 from seenbefore.storage.base import id_case_clash
-from seenbefore.storage.pg_pool import Conn
+from seenbefore.storage.postgres import rows as pgrows
+from seenbefore.storage.postgres.pool import Conn
 
 
 def take_over(conn: Conn, doc_id: str, replaces: Sequence[str]) -> tuple[Any, list[str | None]]:

@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from seenbefore.errors import SchemaVersionError, StoreError
 from seenbefore.retry import exponential
-from seenbefore.storage.pg_schema import (
+from seenbefore.storage.postgres.schema import (
     APP_ROLE,
     APPEND_ONLY_SINCE,
     GRANTS,
@@ -139,7 +139,7 @@ class Database:
 
     @property
     def pool(self) -> ConnectionPool[Conn]:
-        """The pool, for transactions that span a block of code (storage/pg_tx.py)."""
+        """The pool, for transactions that span a block of code (storage/postgres/tx.py)."""
         return self._pool
 
     # -- connections ----------------------------------------------------------------------

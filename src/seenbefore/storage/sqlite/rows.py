@@ -1,5 +1,5 @@
 """The statements the SQLite store runs inside its transactions and reads: a document's rows,
-supersession, quarantine rows, counts, and decoding rows back into values (storage/sqlite.py
+supersession, quarantine rows, counts, and decoding rows back into values (storage/sqlite/store.py
 holds the connection, its lock and the transactions)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.storage.base import StoreStats, id_case_clash, stored_document
-from seenbefore.storage.sqlfilters import current_sql
+from seenbefore.storage.sqlite.filters import current_sql
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, Section, StoredDocument
 
 Read = Callable[[str, Sequence[Any]], list[sqlite3.Row]]

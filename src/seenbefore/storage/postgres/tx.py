@@ -25,7 +25,7 @@ from psycopg.rows import RowMaker
 from psycopg_pool import PoolTimeout
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.pg_pool import Conn, Database
+from seenbefore.storage.postgres.pool import Conn, Database
 
 
 class PortableRow:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 Status = Literal["current", "superseded"]
 MatchedBy = Literal["sparse", "dense", "both", "signals"]  # signals: by recorded signals alone
@@ -272,3 +273,33 @@ class Anomaly:
         """Stable identity for dedupe: service plus the metrics that deviated and their direction."""
         parts = sorted(f"{d.metric}:{d.direction}" for d in self.deviations)
         return f"{self.service}|{','.join(parts)}"
+
+
+def anomaly_to_dict(anomaly: Anomaly) -> dict[str, Any]:
+    """An anomaly's one JSON form (``detect --json``, notifications, saved watch state)."""
+    data = dataclasses.asdict(anomaly)
+    data["start"] = anomaly.start.isoformat()
+    data["end"] = anomaly.end.isoformat()
+    return data
+
+
+def anomaly_from_dict(data: dict[str, Any]) -> Anomaly:
+    """The anomaly :func:`anomaly_to_dict` wrote. ValueError on an unknown severity."""
+    severity = data.get("severity")
+    if severity is not None and severity not in SEVERITIES:
+        raise ValueError(f"anomaly severity is {severity!r}, expected one of {SEVERITIES} or null")
+    return Anomaly(
+        id=str(data["id"]),
+        service=str(data["service"]),
+        cloud=str(data["cloud"]),
+        region=str(data["region"]),
+        start=dt.datetime.fromisoformat(data["start"]),
+        end=dt.datetime.fromisoformat(data["end"]),
+        score=float(data["score"]),
+        deviations=tuple(MetricDeviation(**d) for d in data.get("deviations", ())),
+        normal=tuple(data.get("normal", ())),
+        severity=cast(Severity | None, severity),
+        rules=tuple(data.get("rules", ())),
+        rules_severity=tuple(data.get("rules_severity", ())),
+        truth_kind=data.get("truth_kind"),
+    )

@@ -74,7 +74,7 @@ def requests_from(
         if not found:
             raise InputError(f"{alert}: no firing alerts to investigate")
         return found
-    from seenbefore.notify.base import anomaly_from_dict
+    from seenbefore.types import anomaly_from_dict
 
     record = load_json(anomaly, what="anomaly JSON")  # type: ignore[arg-type]
     if not isinstance(record, dict):

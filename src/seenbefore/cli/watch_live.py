@@ -86,12 +86,15 @@ def watch_prometheus(opts: LiveWatch) -> None:
         live = None
         if console.is_terminal and not opts.once:
             live = stack.enter_context(Live(console=console, refresh_per_second=2))
-        triage = Triage()
+        # dedupe and flapping memory survive a restart with the detectors' state
+        triage = Triage.from_state((saved or {}).get("triage"))
         try:
             while True:
                 polled = watcher.poll()
-                view.saved = save_state(path, watcher.to_state())  # after every poll
-                for anomaly in triage.process(polled.anomalies).kept:
+                kept = triage.process(polled.anomalies).kept
+                # after every poll, before acting on it: a restart never reports twice
+                view.saved = save_state(path, {**watcher.to_state(), "triage": triage.to_state()})
+                for anomaly in kept:
                     view.lines.append(_handle(anomaly, router, investigate))
                 view.add(polled)
                 if live is not None:

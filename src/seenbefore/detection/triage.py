@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seenbefore.detection.rules import RuleHit
-from seenbefore.types import Anomaly, Severity
+from seenbefore.types import Anomaly, Severity, anomaly_from_dict, anomaly_to_dict
+
+TRIAGE_STATE_VERSION = 1
 
 RULE_POINTS = {"SEV1": 4, "SEV2": 3, "SEV3": 1, "SEV4": 0}
 CRITICALITY_POINTS = {"high": 2, "medium": 1, "low": 0}
@@ -79,6 +81,36 @@ class Triage:
         self.policy = policy or TriagePolicy()
         self._last: dict[str, Anomaly] = {}
         self._openings: dict[str, list[dt.datetime]] = defaultdict(list)
+
+    def to_state(self) -> dict[str, object]:
+        """The dedupe and flapping memory as JSON values, so a restarted watcher merges a repeat
+        of an anomaly it already reported (``from_state`` reads it back)."""
+        return {
+            "version": TRIAGE_STATE_VERSION,
+            "last": {key: anomaly_to_dict(a) for key, a in self._last.items()},
+            "openings": {k: [t.isoformat() for t in v] for k, v in self._openings.items() if v},
+        }
+
+    @classmethod
+    def from_state(
+        cls,
+        state: Mapping[str, object] | None,
+        *,
+        criticality: Mapping[str, str] | None = None,
+        policy: TriagePolicy | None = None,
+    ) -> Triage:
+        """A triage with the memory ``to_state`` saved (a fresh one for None or another
+        version: losing dedupe memory repeats a report, it never hides one)."""
+        triage = cls(criticality=criticality, policy=policy)
+        if not state or state.get("version") != TRIAGE_STATE_VERSION:
+            return triage
+        last = state.get("last") or {}
+        openings = state.get("openings") or {}
+        assert isinstance(last, Mapping) and isinstance(openings, Mapping)
+        triage._last = {str(k): anomaly_from_dict(dict(v)) for k, v in last.items()}
+        for key, times in openings.items():
+            triage._openings[str(key)] = [dt.datetime.fromisoformat(t) for t in times]
+        return triage
 
     def process(self, anomalies: Sequence[Anomaly], hits: Sequence[RuleHit] = ()) -> TriageResult:
         result = TriageResult()

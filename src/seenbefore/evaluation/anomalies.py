@@ -52,7 +52,7 @@ def generate(
     injected incident, as JSON-ready records ``{seed, kind, anomaly}``."""
     from seenbefore.detection.pipeline import DetectionParams, detect
     from seenbefore.detection.telemetry import SCENARIOS, simulate
-    from seenbefore.notify.base import anomaly_to_dict
+    from seenbefore.types import anomaly_to_dict
 
     records: list[dict[str, Any]] = []
     for done, seed in enumerate(seeds, 1):
@@ -75,7 +75,7 @@ def generate(
 
 def cases_from(records: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> list[AnomalyCase]:
     """Label records against the knowledge base: relevant = current postmortems of the type."""
-    from seenbefore.notify.base import anomaly_from_dict
+    from seenbefore.types import anomaly_from_dict
 
     rows = kb.store.document_rows()
     metas = kb.store.documents_meta(rows.ids)

@@ -7,7 +7,6 @@ delivery failure; they return a ``DeliveryResult`` that says whether retrying ca
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import math
@@ -20,7 +19,11 @@ import httpx
 from seenbefore.core.confidence import verdict_of
 from seenbefore.errors import ConfigError
 from seenbefore.notify.redact import redact
-from seenbefore.types import SEVERITIES, Anomaly, MetricDeviation, Severity
+from seenbefore.types import (  # the anomaly's JSON form lives with the type
+    Anomaly,
+    anomaly_from_dict,
+    anomaly_to_dict,
+)
 
 EventAction = Literal["trigger", "acknowledge", "resolve"]
 EVENT_ACTIONS: tuple[EventAction, ...] = ("trigger", "acknowledge", "resolve")
@@ -204,33 +207,6 @@ def url_secrets(url: str) -> tuple[str, ...]:
     if query:
         forms.append(query)
     return tuple(forms)
-
-
-def anomaly_to_dict(anomaly: Anomaly) -> dict[str, Any]:
-    data = dataclasses.asdict(anomaly)
-    data["start"] = anomaly.start.isoformat()
-    data["end"] = anomaly.end.isoformat()
-    return data
-
-
-def anomaly_from_dict(data: dict[str, Any]) -> Anomaly:
-    severity = data.get("severity")
-    if severity is not None and severity not in SEVERITIES:
-        raise ValueError(f"anomaly severity is {severity!r}, expected one of {SEVERITIES} or null")
-    return Anomaly(
-        id=str(data["id"]),
-        service=str(data["service"]),
-        cloud=str(data["cloud"]),
-        region=str(data["region"]),
-        start=dt.datetime.fromisoformat(data["start"]),
-        end=dt.datetime.fromisoformat(data["end"]),
-        score=float(data["score"]),
-        deviations=tuple(MetricDeviation(**d) for d in data.get("deviations", ())),
-        normal=tuple(data.get("normal", ())),
-        severity=cast(Severity | None, severity),
-        rules=tuple(data.get("rules", ())),
-        truth_kind=data.get("truth_kind"),
-    )
 
 
 @dataclass(frozen=True)

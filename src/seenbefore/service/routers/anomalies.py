@@ -7,11 +7,11 @@ from fastapi import APIRouter, status
 
 from seenbefore.errors import InputError
 from seenbefore.investigation.query import from_anomaly
-from seenbefore.notify.base import anomaly_from_dict
 from seenbefore.review.models import Review
 from seenbefore.service import actions
 from seenbefore.service.deps import App, Responder
 from seenbefore.service.models import AnomalyIn, problems
+from seenbefore.types import anomaly_from_dict
 
 router = APIRouter(prefix="/v1", tags=["investigations"], responses=problems())
 

@@ -121,6 +121,16 @@ class PostmortemList(Output):
     )
 
 
+class WithheldText(Output):
+    """Text kept out of the draft because the prompt-injection scanner flagged it."""
+
+    doc_id: str | None = Field(description="the postmortem it came from; null: the model's own")
+    section: str = Field(description="title, detection, root_cause or resolution (or a field)")
+    kinds: list[str] = Field(description="the scanner's finding kinds")
+    origin: Literal["evidence", "model"] = "evidence"
+    note: str = Field(description="one line for people: what was withheld and why")
+
+
 class Draft(Output):
     summary: str
     hypothesis: str
@@ -132,7 +142,9 @@ class Draft(Output):
     novel: bool = Field(description="true exactly when the verdict is 'no precedent'")
     missing_information: list[str]
     staleness_note: str | None
-    withheld: list[str] = Field(description="evidence kept out (prompt-injection flags): why")
+    withheld: list[WithheldText] = Field(
+        description="text kept out of the draft (prompt-injection flags): where and why"
+    )
     drafted_by: str
     advisory: str
 

@@ -56,8 +56,15 @@ def find_similar_incidents(
 
 def draft_out(draft: dict[str, Any]) -> outputs.Draft:
     withheld = [
-        f"{w.get('doc_id') or 'model'}/{w.get('section')}: {', '.join(w.get('kinds') or [])}"
+        outputs.WithheldText(
+            doc_id=w.get("doc_id"),
+            section=str(w.get("section", "")),
+            kinds=[str(k) for k in w.get("kinds") or []],
+            origin="model" if w.get("origin") == "model" else "evidence",
+            note=str(w.get("note", "")),
+        )
         for w in draft.get("withheld") or []
+        if isinstance(w, dict)
     ]
     return outputs.Draft(
         summary=str(draft.get("summary", "")),

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from seenbefore.detection.features import Array, window_features
+from seenbefore.detection.features import Array, robust_level, window_features
 from seenbefore.errors import InputError
 from seenbefore.extras import requires
 
@@ -93,9 +93,7 @@ class WindowIsolationForest:
         if len(arr) < 2 * self.lag + 5:
             raise InputError(f"fit needs at least {2 * self.lag + 5} points, got {len(arr)}")
         self.X_fit_ = arr
-        self.level_median_ = np.median(arr, axis=0)
-        mad = np.median(np.abs(arr - self.level_median_), axis=0)
-        self.level_scale_ = np.maximum(1.4826 * mad, 0.01 * np.abs(self.level_median_) + 1e-6)
+        self.level_median_, self.level_scale_ = robust_level(arr)
         # the first `window` points have little history behind their features: leave them out
         # of what "normal" looks like when there is enough data after them
         features = self._with_level(arr)

@@ -20,6 +20,16 @@ MIN_HISTORY = 5
 CLIP = 50.0
 
 
+def robust_level(x: npt.ArrayLike) -> tuple[Array, Array]:
+    """Median and robust scale (1.4826 MAD, floored at 1 % of the median: a flat history still
+    gets a finite scale) of ``x`` along its first axis: per metric for a matrix, scalars for a
+    series. What "normal" is for a learning period or one past window."""
+    a = np.asarray(x, dtype=np.float64)
+    med = np.median(a, axis=0)
+    mad = np.median(np.abs(a - med), axis=0)
+    return med, np.maximum(1.4826 * mad, 0.01 * np.abs(med) + 1e-6)
+
+
 def _past_windows(x: Array, window: int) -> tuple[Array, Array]:
     """Median and robust scale of x[t-window : t] for every t (expanding at the start)."""
     n = len(x)

@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from seenbefore.detection.ensemble import DEFAULT_PARAMS
 from seenbefore.detection.events import EventPolicy
+from seenbefore.detection.features import MIN_HISTORY, robust_level  # min values for a windowed z
 from seenbefore.detection.online import OnlineEnsemble
 from seenbefore.detection.service_ensemble import ENSEMBLE_POLICY
 from seenbefore.detection.telemetry import UNITS
@@ -47,7 +46,6 @@ from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
 STATE_VERSION = 1
-MIN_HISTORY = 5  # values before a point for its windowed z (as detection/features.py)
 
 # (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
 Reader = Callable[[str, dt.datetime, dt.datetime, dt.timedelta], list[dict[str, Any]]]
@@ -84,16 +82,13 @@ def robust_z(value: float, window: Sequence[float]) -> tuple[float, float]:
     """(z, baseline) of ``value`` against ``window``; (0, value) with under 5 values."""
     if len(window) < MIN_HISTORY:
         return 0.0, value
-    a = np.asarray(window, dtype=np.float64)
-    med = float(np.median(a))
-    scale = max(1.4826 * float(np.median(np.abs(a - med))), 0.01 * abs(med) + 1e-6)
+    med, scale = _level(window)
     return (value - med) / scale, med
 
 
-def _level(head: Sequence[float]) -> tuple[float, float]:
-    a = np.asarray(head, dtype=np.float64)
-    med = float(np.median(a))
-    return med, max(1.4826 * float(np.median(np.abs(a - med))), 0.01 * abs(med) + 1e-6)
+def _level(values: Sequence[float]) -> tuple[float, float]:
+    med, scale = robust_level(values)
+    return float(med), float(scale)
 
 
 @dataclass

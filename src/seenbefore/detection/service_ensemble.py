@@ -38,7 +38,7 @@ import numpy as np
 
 from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
 from seenbefore.detection.events import EventPolicy
-from seenbefore.detection.features import Array
+from seenbefore.detection.features import Array, robust_level
 from seenbefore.detection.nab_scoring import probationary_length
 
 ENSEMBLE_POLICY = EventPolicy(min_points=1)
@@ -66,10 +66,7 @@ def score_service(X: Array, *, probation: int) -> tuple[Array, Array]:
 def learned_level(X: Array, probation: int) -> tuple[Array, Array]:
     """Median and robust scale of the learning period (as the Isolation Forest's ``level_``):
     lets the event builder describe a slow drift against what was learned."""
-    head = np.asarray(X, dtype=np.float64)[: max(1, probation)]
-    median = np.median(head, axis=0)
-    mad = np.median(np.abs(head - median), axis=0)
-    return median, np.maximum(1.4826 * mad, 0.01 * np.abs(median) + 1e-6)
+    return robust_level(np.asarray(X, dtype=np.float64)[: max(1, probation)])
 
 
 def describe(

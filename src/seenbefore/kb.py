@@ -314,11 +314,11 @@ class KnowledgeBase:
             scoring=context.scoring(plan),
         )
         result = retriever.search(text, view.search_filters(filters), plan, embedder)
-        masks = view.masks(context.index)  # supersession as the caller's tiers see it
+        if result.candidates:
+            return result
+        # which filter left nothing to search, supersession as the caller's tiers see it
         return dataclasses.replace(
-            result,
-            documents_visible=int(masks.doc_mask(filters).sum()),
-            empty_because=None if result.candidates else empty_reason(masks, filters),
+            result, empty_because=empty_reason(view.masks(context.index), filters)
         )
 
     def status(self, tiers: Sequence[str] = ("general",)) -> dict[str, Any]:

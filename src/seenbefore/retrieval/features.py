@@ -88,8 +88,8 @@ def _standing(
         out["in_domain"], out["query_coverage"] = standing.vocabulary_signals(
             whole, query.terms, doc, query.doc_mask
         )
-    if sparse is not None and sparse.per_doc is not None:
-        _, out["sparse_gap"] = standing.score_standing(sparse.per_doc, query.doc_mask, sparse.order)
+    if sparse is not None and sparse.gap is not None:
+        out["sparse_gap"] = sparse.gap
     if dense is not None and dense.per_doc is not None and dense.order:
         top = float(dense.per_doc[dense.order[0]])
         out["dense_excess"] = standing.dense_excess(top, index.neighbour_cosine())

@@ -19,7 +19,7 @@ from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
 from seenbefore.retrieval import standing
 from seenbefore.retrieval.bm25 import phrases
-from seenbefore.retrieval.corpus import BoolArray, CorpusIndex
+from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import Embedder
 from seenbefore.retrieval.features import top_document_signals, type_consensus
 from seenbefore.retrieval.plan import (
@@ -78,7 +78,7 @@ class HybridRetriever:
         query = self._parse(text, filters, timings)
         rankings = self._retrieve(query, plan, embedder, timings)
         clock = time.perf_counter()
-        weights = _fusion_weights(plan, rankings, query.doc_mask)
+        weights = _fusion_weights(plan, rankings)
         fused = rrf(self._doc_rankings(rankings), k=plan.options.rrf_k, weights=weights)
         boosts = self._recency(fused, plan.options)
         final = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
@@ -120,6 +120,7 @@ class HybridRetriever:
             dense_embedder=self.index.dense_name if plan.use_dense else None,
             confidence_model_key=self.scoring.key,
             confidence_model_fit=self.scoring.fit,
+            documents_visible=int(query.doc_mask.sum()),
         )
 
     # -- steps ----------------------------------------------------------------------------
@@ -148,6 +149,10 @@ class HybridRetriever:
         if plan.use_sparse:
             clock = time.perf_counter()
             sparse = self._rank_sparse(query, plan.options)
+            if sparse.per_doc is not None:  # once per search: the vote and the signals read it
+                sparse.gap = standing.score_standing(sparse.per_doc, query.doc_mask, sparse.order)[
+                    1
+                ]
             timings["sparse_ms"] = _ms(clock)
         if plan.use_dense:
             if embedder is None or self.index.dense is None:
@@ -271,9 +276,7 @@ def _unpack(r: Rankings) -> tuple[Ranked | None, Ranked | None, Ranked | None]:
     return r.sparse, r.dense, r.signals
 
 
-def _fusion_weights(
-    plan: QueryPlan, rankings: Rankings, mask: BoolArray | None = None
-) -> dict[str, float]:
+def _fusion_weights(plan: QueryPlan, rankings: Rankings) -> dict[str, float]:
     """RRF weight per ranking: the plan's dense weight against sparse (signals beside them when
     they ran); a single-retriever mode fuses its one ranking with weight 1. Dense votes only
     when sparse is unsure of its top document: when the top BM25 score stands more than
@@ -288,9 +291,8 @@ def _fusion_weights(
         dense > 0
         and plan.dense_votes
         and sparse is not None
-        and sparse.per_doc is not None
-        and mask is not None
-        and standing.score_standing(sparse.per_doc, mask, sparse.order)[1] > DENSE_VOTE_GAP
+        and sparse.gap is not None
+        and sparse.gap > DENSE_VOTE_GAP
     ):
         dense = 0.0
     weights = {"sparse": 1.0 - dense, "dense": dense}

@@ -26,6 +26,9 @@ class Ranked:
     chunk_scores: FloatArray
     unit: str = "chunk"  # what the scores rank: "chunk" (best passage), "document", "both"
     per_doc: FloatArray | None = None  # every document's score (the query's own distribution)
+    # sparse only: how far its top stands above the second in that distribution
+    # (retrieval/standing.py sparse_gap), read by the dense vote and the confidence signals
+    gap: float | None = None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from seenbefore.errors import InputError
-from seenbefore.evaluation.calibrate import fit_confidence, fit_logistic_nonnegative, mean_rr
+from seenbefore.evaluation.calibrate import fit_confidence, mean_rr
 from seenbefore.evaluation.cases import Case, load_cases, split
+from seenbefore.evaluation.fitting import L2
+from seenbefore.evaluation.logistic import fit_logistic_nonnegative
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank
 
 
@@ -65,10 +67,10 @@ def test_nonnegative_logistic_fit() -> None:
     rng = np.random.default_rng(0)
     x = rng.random((200, 2))
     y = (x[:, 0] + 0.1 * rng.standard_normal(200) > 0.5).astype(float)  # only feature 0 matters
-    w, b = fit_logistic_nonnegative(x, y)
+    w, b = fit_logistic_nonnegative(x, y, L2)
     assert w[0] > 2 and w[1] >= 0 and b < 0
     # an anti-correlated feature cannot get a negative weight
-    w2, _ = fit_logistic_nonnegative(1 - x[:, :1], y)
+    w2, _ = fit_logistic_nonnegative(1 - x[:, :1], y, L2)
     assert w2[0] == pytest.approx(0.0, abs=1e-6)
 
 

@@ -11,9 +11,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from seenbefore.core.confidence import (
     FOUND,
     ConfidenceModel,
@@ -22,24 +19,14 @@ from seenbefore.core.confidence import (
     expected_calibration_error,
 )
 from seenbefore.core.trust import FusionWeights, choose_weight
-from seenbefore.evaluation import fitting, logistic
+from seenbefore.evaluation import fitting
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
 from seenbefore.kb import KnowledgeBase
 
-L2 = 0.01
-Vector = npt.NDArray[np.float64]
-
-
-def fit_logistic_nonnegative(x: Vector, y: Vector) -> tuple[Vector, float]:
-    """Logistic regression with weights >= 0 (bias free), L2-regularised (evaluation/logistic.py:
-    projected Newton in numpy, so a plain install self-calibrates)."""
-    return logistic.fit_logistic_nonnegative(x, y, L2)
-
 
 def as_labelled(runs: Sequence[CaseRun], style: str = "labelled") -> list[fitting.Labelled]:
-    """Runs of labelled cases as the fit pipeline reads them: the case's first tag is its style
-    when it has one (``origin``, ``paraphrase``...), else ``style``."""
+    """Runs of labelled cases as the fit pipeline reads them, all of one ``style``."""
     return [
         fitting.Labelled(
             r.signals, bool(r.top_correct), style, bool(r.case.relevant) and not r.case.expect_novel

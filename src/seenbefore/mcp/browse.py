@@ -17,11 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from seenbefore.errors import InputError
+from seenbefore.investigation.evidence import Evidence, EvidenceItem
+from seenbefore.investigation.query import from_text
 from seenbefore.limits import MAX_QUERY_CHARS
 from seenbefore.mcp import outputs, shaping
 from seenbefore.mcp.catalog import FindRelated, ListPostmortems, RecordFeedback
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.review.feedback import record_feedback as record_label
+from seenbefore.review.models import evidence_to_dict
 from seenbefore.review.tiers import most_restrictive
 from seenbefore.service import actions
 from seenbefore.service.deps import Caller, Ready
@@ -161,26 +164,25 @@ def find_related(app: Ready, who: Caller, args: FindRelated) -> outputs.Related:
 
 
 # -- record_feedback -----------------------------------------------------------------------------
-def _item(c: Candidate) -> dict[str, Any]:
-    """A search candidate as a review's evidence item (review/models.py ``_item_to_dict``)."""
-    return {
-        "doc_id": c.doc_id,
-        "title": c.title,
-        "date": c.date.isoformat() if c.date else None,
-        "type": c.type,
-        "status": c.status,
-        "superseded_by": c.superseded_by,
-        "access_tier": c.access_tier,
-        "matched_by": c.matched_by,
-        "retrievers": {k: {"rank": v.rank, "score": v.score} for k, v in c.retrievers.items()},
-        "score": c.score,
-        "matched_section": c.section_key,
-        "sections": {},
-        "signals_shared": [],
-        "signals_not_in_precedent": [],
-        "signals_only_in_precedent": [],
-        "injection_flags": [],
-    }
+def _item(c: Candidate) -> EvidenceItem:
+    """A search candidate as a review's evidence item (no sections: feedback quotes nothing)."""
+    return EvidenceItem(
+        doc_id=c.doc_id,
+        title=c.title,
+        date=c.date,
+        type=c.type,
+        status=c.status,
+        superseded_by=c.superseded_by,
+        access_tier=c.access_tier,
+        matched_by=c.matched_by,
+        retrievers={k: {"rank": v.rank, "score": v.score} for k, v in c.retrievers.items()},
+        score=c.score,
+        matched_section=c.section_key,
+        sections={},
+        signals_shared=(),
+        signals_not_in_precedent=(),
+        signals_only_in_precedent=(),
+    )
 
 
 def _label(top: str, doc_id: str, helpful: bool) -> tuple[int | None, str]:
@@ -227,19 +229,20 @@ def record_feedback(app: Ready, who: Caller, args: RecordFeedback) -> outputs.Fe
         other = next((c for c in result.candidates if c.doc_id == doc_id), None)
         if doc_id != top.doc_id and other is not None:
             items.append(_item(other))
-        evidence = {
-            "candidates": items,
-            "confidence": result.confidence,
-            "confidence_label": result.confidence_label,
-            "novel": result.novel,
-            "verdict": result.verdict,
-            "novel_reason": "",
-            "searched": {"query": args.query, "mode": result.mode, "k": FEEDBACK_K},
-            "gate": {},
-            "timings": {},
-            "signals": dict(result.signals),
-            "confidence_model_key": result.confidence_model_key or "",
-        }
+        evidence = evidence_to_dict(  # the record every review keeps (review/models.py)
+            Evidence(
+                request=from_text(args.query),
+                items=tuple(items),
+                confidence=result.confidence,
+                confidence_label=result.confidence_label,
+                novel=result.novel,
+                verdict=result.verdict,
+                searched={"query": args.query, "mode": result.mode, "k": FEEDBACK_K},
+                gate={},
+                signals=dict(result.signals),
+                confidence_model_key=result.confidence_model_key or "",
+            )
+        )
         reason = "feedback:" + ("helpful" if args.helpful else "not_helpful")
         review_id = record_label(
             app.workflow.records,

@@ -213,9 +213,19 @@ def url_secrets(url: str) -> tuple[str, ...]:
 class DraftHeadline:
     """What every channel says first about a drafted hypothesis."""
 
-    title: str  # "No precedent for …" or "Seen before? Draft for …"
+    title: str  # "No precedent for …", "Precedent found for …", "Possible precedent — check for …"
     precedent: str  # the top cited incident, or why there is none
-    confidence: str  # "0.62 (medium)"
+    confidence: str  # "p_precedent 0.62 (possible precedent — check)"
+    verdict: str  # core.confidence.VERDICTS
+
+    @property
+    def lead(self) -> str:
+        """The verdict as the start of a sentence: "Precedent found"."""
+        return _lead(self.verdict)
+
+
+def _lead(verdict: str) -> str:
+    return f"{verdict[0].upper()}{verdict[1:]}"
 
 
 def withheld_notes(draft: Mapping[str, Any] | None) -> list[str]:
@@ -233,11 +243,11 @@ def draft_headline(message: Notification) -> DraftHeadline:
     title = (
         f"No precedent for the {anomaly.service} anomaly"
         if novel
-        else f"{verdict[0].upper()}{verdict[1:]} for the {anomaly.service} anomaly"
+        else f"{_lead(verdict)} for the {anomaly.service} anomaly"
     )
     cited = draft.get("cited_incidents") or []
     precedent = (
         "none: no postmortem in the knowledge base matches" if novel or not cited else str(cited[0])
     )
     confidence = f"p_precedent {float(draft.get('confidence', 0.0)):.2f} ({verdict})"
-    return DraftHeadline(title, precedent, confidence)
+    return DraftHeadline(title, precedent, confidence, verdict)

@@ -36,13 +36,14 @@ from urllib.parse import quote
 
 import httpx
 
-from seenbefore.core.confidence import verdict_of
+from seenbefore.core.confidence import NONE
 from seenbefore.errors import ConfigError
 from seenbefore.notify.base import (
     DEFAULT_TIMEOUT_S,
     DeliveryResult,
     HttpSender,
     Notification,
+    draft_headline,
     finite,
     post_json,
     utc_iso,
@@ -174,13 +175,11 @@ def draft_note(message: Notification) -> str:
     """A drafted hypothesis as the text of a note on the open alert."""
     draft = message.draft or {}
     cited = draft.get("cited_incidents") or []
-    verdict = verdict_of(draft)
-    novel = verdict == "no precedent" or not cited
+    head = draft_headline(message)  # the words every channel uses
+    novel = head.verdict == NONE or not cited
     lines = [
-        "No precedent in the knowledge base."
-        if novel
-        else f"{verdict[0].upper()}{verdict[1:]}: {cited[0]}",
-        f"p_precedent {float(draft.get('confidence', 0.0)):.2f} ({verdict})",
+        "No precedent in the knowledge base." if novel else f"{head.lead}: {cited[0]}",
+        head.confidence,
         # the withheld lines come ahead of the hypothesis, so truncation keeps them
         *[f"⚠ {note}" for note in withheld_notes(draft)],
         f"Hypothesis: {draft.get('hypothesis', '')}",

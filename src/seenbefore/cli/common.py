@@ -48,6 +48,18 @@ def open_kb(cfg: Settings | None = None) -> KnowledgeBase:
     return KnowledgeBase(cfg or settings())
 
 
+def notify_router(cfg: Settings | None = None) -> Any:
+    """The notifier router of ``[notify]`` with its outbox in the home folder (``detect`` and
+    ``watch`` --notify), or None when nothing is configured."""
+    cfg = cfg or settings()
+    if not cfg.notify:
+        return None
+    from seenbefore.lifecycle.home import OUTBOX_FILE
+    from seenbefore.notify import build_router
+
+    return build_router(cfg.notify, outbox_path=cfg.home / OUTBOX_FILE)
+
+
 def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:
     """Tiers given with --tier, else the configured default (SEENBEFORE_TIERS). Each --tier
     takes one tier or a comma list (``--tier general,restricted``) and may be repeated; names

@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import console, print_json, settings
+from seenbefore.cli.common import console, notify_router, print_json, settings
 from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect
 from seenbefore.detection.rules import load_rules
@@ -59,15 +59,6 @@ def _telemetry(
     names = list(SCENARIOS) if scenario in (None, []) or scenario == ["all"] else scenario
     simulated = simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=TRAIN_HOURS)
     return simulated, TRAIN_HOURS * 60
-
-
-def _router() -> Any:
-    cfg = settings()
-    if not cfg.notify:
-        return None
-    from seenbefore.notify import build_router
-
-    return build_router(cfg.notify, outbox_path=cfg.home / "outbox.sqlite")
 
 
 def report_json(report: DetectionReport) -> dict[str, Any]:
@@ -220,7 +211,7 @@ def _say_detector(ran: dict[str, Any]) -> None:
 
 def _route(report: DetectionReport, drafts: dict[str, Any]) -> dict[str, list[str]]:
     """Route each anomaly by severity; its draft, when there is one, follows it."""
-    router = _router()
+    router = notify_router()
     if router is None:
         return {}
     routed: dict[str, list[str]] = {}
@@ -299,7 +290,7 @@ def watch(
     telemetry, train = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
     with console.status("learning the last 24 hours of telemetry"):
         report = detect(telemetry, params=DetectionParams(train_minutes=train))
-    router = _router() if notify else None
+    router = notify_router() if notify else None
     routed: list[str] = []
     opened: set[str] = set()
     minute = train

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import console, settings
+from seenbefore.cli.common import console, notify_router, settings
 from seenbefore.detection.live_watch import (
     PollResult,
     Watcher,
@@ -81,7 +81,8 @@ def watch_prometheus(opts: LiveWatch) -> None:
     )
     view = _View(watcher, path)
     with ExitStack() as stack:
-        router = stack.enter_context(_router()) if opts.notify else None
+        found = notify_router() if opts.notify else None
+        router = stack.enter_context(found) if found is not None else None
         investigate = _investigator(stack) if opts.investigate else None
         live = None
         if console.is_terminal and not opts.once:
@@ -108,17 +109,6 @@ def watch_prometheus(opts: LiveWatch) -> None:
             # a poll cut short is not saved: the file holds the last whole poll
             console.print(f"[dim]stopped; state as of poll {watcher.polls} is in {path}[/]")
     view.summary()
-
-
-def _router() -> Any:
-    from contextlib import nullcontext
-
-    cfg = settings()
-    if not cfg.notify:
-        return nullcontext(None)
-    from seenbefore.notify import build_router
-
-    return build_router(cfg.notify, outbox_path=cfg.home / "outbox.sqlite")
 
 
 def _investigator(stack: ExitStack) -> Any:

@@ -16,7 +16,7 @@ import numpy as np
 
 from seenbefore.detection import nab, nab_scoring
 from seenbefore.detection.detectors import REGISTRY
-from seenbefore.detection.ensemble import StreamingEnsemble
+from seenbefore.detection.ensemble import StreamingEnsemble, learning_period, median_step
 from seenbefore.detection.nab_io import read_series, read_windows
 from seenbefore.detection.nab_scoring import NabFile, Profile
 
@@ -49,14 +49,15 @@ def load_corpus(data: Path, labels: Path) -> list[CorpusFile]:
                 series.values,
                 series.timestamps,
                 windows[rel],
-                nab_scoring.probationary_length(len(series.values)),
+                learning_period(len(series.values), median_step(series.timestamps)),
             )
         )
     return out
 
 
 def _key(name: str, params: Mapping[str, Any]) -> str:
-    code = hashlib.sha1(inspect.getsource(REGISTRY[name]).encode()).hexdigest()
+    module = inspect.getmodule(REGISTRY[name])  # the module: a member's helpers count too
+    code = hashlib.sha1(inspect.getsource(module or REGISTRY[name]).encode()).hexdigest()
     text = json.dumps({"member": name, "code": code, **params}, sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 

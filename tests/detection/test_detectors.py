@@ -30,6 +30,7 @@ SMALL = {  # small settings so every detector has state to carry on a 1200-row s
     "entropy": {"probation": 300, "window": 20},
     "robust_z": {"window": 50},
     "spatial": {},
+    "artime": {"probation": 300, "margin": 0.5, "grow": True},
 }
 
 

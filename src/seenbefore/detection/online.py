@@ -2,19 +2,20 @@
 
 The same arithmetic as :class:`~seenbefore.detection.ensemble.StreamingEnsemble` for the
 members that have an online form here (the range seen so far; sequence novelty over values
-and over changes, each through its own anomaly likelihood), kept as running state so a live
-detector pays a constant cost per point; a test checks that feeding a series point by point
-gives the batch scores. Sequence quantisers need the probationary period's range, so their raw
-scores for those rows are computed when the period ends; the likelihood reports 0.5 until
-then, as in the batch.
+and over changes, each through its own anomaly likelihood; ARTime, which is online by nature),
+kept as running state so a live detector pays a constant cost per point; a test checks that
+feeding a series point by point gives the batch scores. Sequence quantisers need the
+probationary period's range, so their raw scores for those rows are computed when the period
+ends; the likelihood reports 0.5 until then, as in the batch.
 
 Memory is bounded: what is kept is what the arithmetic reads again, i.e. the inputs of the
 probationary period until it ends, the last ``order + 1`` symbols and the contexts seen (at most
 ``(3 * bins) ** (order + 1)``), the last ``averaging_window`` raw scores, and the last
 ``history + 1`` averaged scores and values (the likelihood's Gaussian reads at most ``history``
-rows back). :meth:`OnlineEnsemble.retained` counts it; :meth:`OnlineEnsemble.to_state` and
-:meth:`OnlineEnsemble.from_state` carry it through JSON (a restarted series scores as if never
-stopped: tested).
+rows back; no values at all without a likelihood member), and ARTime's categories (at most
+``max_categories``). :meth:`OnlineEnsemble.retained` counts it; :meth:`OnlineEnsemble.to_state`
+and :meth:`OnlineEnsemble.from_state` carry it through JSON, long arrays packed
+(:mod:`~seenbefore.detection.packed`): a restarted series scores as if never stopped (tested).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from seenbefore.detection.detectors.artime import ARTimeStream
+from seenbefore.detection.ensemble import DEFAULT_MEMBERS, member_settings
 from seenbefore.detection.likelihood import (
     FLAT_VARIANCE,
     LOG_EPSILON,
@@ -34,10 +37,11 @@ from seenbefore.detection.likelihood import (
     VARIANCE_FLOOR,
     YELLOW_ZONE,
 )
+from seenbefore.detection.packed import pack, unpack
 from seenbefore.errors import InputError
 
-ONLINE_MEMBERS = ("spatial", "sequence", "delta")
-STATE_VERSION = 1  # of to_state(): a change to what it holds bumps it
+ONLINE_MEMBERS = ("spatial", "sequence", "delta", "artime")
+STATE_VERSION = 2  # of to_state(): a change to what it holds bumps it (2: packed arrays, ARTime)
 _LOG_EPS = math.log(LOG_EPSILON)
 
 
@@ -170,11 +174,11 @@ def _plain(value: Any) -> Any:
 
 
 def _tail_state(tail: _Tail) -> dict[str, Any]:
-    return {"count": tail.count, "items": list(tail.items)}
+    return {"count": tail.count, "items": pack(tail.items)}
 
 
 def _tail_load(tail: _Tail, state: Mapping[str, Any]) -> None:
-    tail.items.extend(float(v) for v in state["items"])
+    tail.items.extend(unpack(state["items"]))
     tail.count = int(state["count"])
 
 
@@ -186,7 +190,7 @@ class OnlineEnsemble:
         self,
         *,
         probation: int = 750,
-        members: Sequence[str] = ("spatial", "sequence", "delta"),
+        members: Sequence[str] = DEFAULT_MEMBERS,
         member_params: Mapping[str, Mapping[str, Any]] | None = None,
         tolerance: float = 0.05,
         averaging_window: int = 10,
@@ -214,16 +218,19 @@ class OnlineEnsemble:
                 f"members {list(self.members)!r}: the online ensemble runs "
                 f"{', '.join(ONLINE_MEMBERS)}; use StreamingEnsemble for the others"
             )
-        params = self.member_params or {}
+        params = member_settings(self.member_params)
         self.t_ = 0
-        self.values_ = _Tail(max(2, self.history + 1))  # what the likelihoods' flat test reads
         self.previous_ = math.nan
         self.lo_ = self.hi_ = math.nan
         self.quiet_until_ = -1
         self.novelty_: dict[str, _Novelty] = {}
         self.likelihood_: dict[str, _Likelihood] = {}
+        self.artime_: ARTimeStream | None = None
         for name in self.members:
             if name == "spatial":
+                continue
+            if name == "artime":
+                self.artime_ = ARTimeStream(probation=self.probation, **params.get(name, {}))
                 continue
             p = {"bins": 5, "order": 3}  # the members' defaults
             p.update({k: v for k, v in params.get(name, {}).items() if k in ("bins", "order")})
@@ -231,6 +238,8 @@ class OnlineEnsemble:
             self.likelihood_[name] = _Likelihood(
                 self.probation, self.averaging_window, self.history, self.reestimation_period
             )
+        # what the likelihoods' flat test reads (nothing to keep without a likelihood member)
+        self.values_ = _Tail(max(2, self.history + 1) if self.likelihood_ else 1)
 
     def update(self, value: float) -> float:
         if not hasattr(self, "t_"):
@@ -247,6 +256,8 @@ class OnlineEnsemble:
             likelihood = self.likelihood_[name]
             likelihood.feed(novelty.push(v - previous if name == "delta" else v))
             score = max(score, likelihood.score(t, self.values_))
+        if self.artime_ is not None:  # direct: its score is already a confidence
+            score = max(score, self.artime_.update(v))
         self.t_ += 1
         if t <= self.quiet_until_:
             return score * self.damp
@@ -263,6 +274,8 @@ class OnlineEnsemble:
             likelihood = self.likelihood_[name]
             held += len(novelty.inputs) + len(novelty.symbols) + len(novelty.seen)
             held += len(likelihood.raw) + len(likelihood.avg.items)
+        if self.artime_ is not None:
+            held += self.artime_.retained()
         return held
 
     def to_state(self) -> dict[str, Any]:
@@ -281,18 +294,20 @@ class OnlineEnsemble:
         state["quiet_until"] = self.quiet_until_
         state["members"] = {
             name: {
-                "inputs": list(novelty.inputs),
+                "inputs": pack(novelty.inputs),
                 "symbols": list(novelty.symbols),
                 "n_symbols": novelty.n_symbols,
                 "seen": sorted(list(key) for key in novelty.seen),
                 "range": list(novelty.range) if novelty.range else None,
-                "raw": list(self.likelihood_[name].raw),
+                "raw": pack(self.likelihood_[name].raw),
                 "avg": _tail_state(self.likelihood_[name].avg),
                 "dist": list(self.likelihood_[name].dist),
                 "prev_red": self.likelihood_[name].prev_red,
             }
             for name, novelty in self.novelty_.items()
         }
+        if self.artime_ is not None:
+            state["artime"] = self.artime_.to_state()
         return state
 
     @classmethod
@@ -316,16 +331,18 @@ class OnlineEnsemble:
         detector.quiet_until_ = int(state["quiet_until"])
         for name, member in state["members"].items():
             novelty, likelihood = detector.novelty_[name], detector.likelihood_[name]
-            novelty.inputs = [float(v) for v in member["inputs"]]
+            novelty.inputs = unpack(member["inputs"])
             novelty.symbols.extend(int(v) for v in member["symbols"])
             novelty.n_symbols = int(member["n_symbols"])
             novelty.seen = {tuple(int(v) for v in key) for key in member["seen"]}
             found = member["range"]
             novelty.range = (float(found[0]), float(found[1])) if found else None
-            likelihood.raw.extend(float(v) for v in member["raw"])
+            likelihood.raw.extend(unpack(member["raw"]))
             _tail_load(likelihood.avg, member["avg"])
             likelihood.dist = (float(member["dist"][0]), float(member["dist"][1]))
             likelihood.prev_red = bool(member["prev_red"])
+        if "artime" in state:
+            detector.artime_ = ARTimeStream.from_state(state["artime"])
         return detector
 
     def _spatial(self, v: float) -> float:

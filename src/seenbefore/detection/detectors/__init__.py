@@ -6,6 +6,7 @@ online pass and leaves the raw scores in ``scores_``. :data:`REGISTRY` names the
 
 from __future__ import annotations
 
+from seenbefore.detection.detectors.artime import ARTime
 from seenbefore.detection.detectors.base import StreamDetector
 from seenbefore.detection.detectors.numeric import ForestDetector, RobustZ, SpatialRange
 from seenbefore.detection.detectors.symbolic import DeltaNovelty, RelativeEntropy, SequenceNovelty
@@ -17,10 +18,12 @@ REGISTRY: dict[str, type[StreamDetector]] = {
     "delta": DeltaNovelty,
     "entropy": RelativeEntropy,
     "forest": ForestDetector,
+    "artime": ARTime,
 }
 
 __all__ = [
     "REGISTRY",
+    "ARTime",
     "DeltaNovelty",
     "ForestDetector",
     "RelativeEntropy",

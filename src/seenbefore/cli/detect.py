@@ -143,8 +143,8 @@ def detect_command(
     detector: Annotated[
         str | None,
         typer.Option(
-            help="ensemble (the NAB-scored streaming ensemble: the default for --csv and "
-            "--prometheus) or iforest (the Isolation Forest: the simulator's default)"
+            help="ensemble (the NAB-scored streaming ensemble, the default) or iforest "
+            "(the multivariate Isolation Forest)"
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
@@ -154,11 +154,14 @@ def detect_command(
         raise InputError(f"--detector is {detector!r}; use ensemble or iforest")
     live = LiveQuery(query=query, since=since, step=step)
     telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus, live)
-    chosen = detector or ("ensemble" if csv or prometheus else "iforest")
+    chosen = detector or "ensemble"
+    simulated = not (csv or prometheus)  # the simulator's first hours are clean history
     with console.status("fitting and scoring", spinner="dots") if not as_json else nullcontext():
         report = detect(
             telemetry,
-            params=DetectionParams(train_minutes=train, detector=chosen),
+            params=DetectionParams(
+                train_minutes=train, detector=chosen, probation=train if simulated else None
+            ),
             rules=load_rules(rules),
         )
     drafts = _investigate(report, telemetry) if investigate else {}
@@ -199,7 +202,7 @@ def detect_command(
 
 
 def _say_detector(ran: dict[str, Any]) -> None:
-    name = {"ensemble": "streaming ensemble (per metric, anomaly likelihood; service: max)"}
+    name = {"ensemble": "streaming ensemble (per metric: range, sequence likelihood, ARTime; max)"}
     learn = ran.get("learning_period", {})
     console.print(
         f"[dim]detector: {name.get(ran.get('name', ''), 'Isolation Forest')}; learning period "
@@ -272,7 +275,10 @@ def watch(
     step: Annotated[str, typer.Option(help="--prometheus: resolution of the series")] = "60s",
     since: Annotated[str, typer.Option(help="--prometheus: first poll reads back")] = "1h",
     lag: Annotated[str, typer.Option(help="--prometheus: stay this far behind now")] = "10s",
-    learning: Annotated[int, typer.Option(help="--prometheus: learning period, points")] = 750,
+    learning: Annotated[
+        int | None,
+        typer.Option(help="--prometheus: learning period, points (default 750 or a day's worth)"),
+    ] = None,
     state: Annotated[
         Path | None, typer.Option(help="--prometheus: state file (<home>/watch/state.json)")
     ] = None,
@@ -288,8 +294,8 @@ def watch(
         return watch_prometheus(LiveWatch(prometheus, tuple(query or ()), *given))
     check_range("--speed", speed, 1, MAX_SPEED, what="a number of simulated minutes per second")
     telemetry, train = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
-    with console.status("learning the last 24 hours of telemetry"):
-        report = detect(telemetry, params=DetectionParams(train_minutes=train))
+    with console.status("learning the first 24 hours of telemetry"):
+        report = detect(telemetry, params=DetectionParams(train_minutes=train, probation=train))
     router = notify_router() if notify else None
     routed: list[str] = []
     opened: set[str] = set()

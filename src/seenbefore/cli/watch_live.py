@@ -44,7 +44,7 @@ class LiveWatch:
     step: str = "60s"
     since: str = "1h"
     lag: str = "10s"
-    learning: int = 750
+    learning: int | None = None
     state: Path | None = None
     once: bool = False
     notify: bool = False
@@ -56,7 +56,7 @@ def watch_prometheus(opts: LiveWatch) -> None:
         raise InputError(f"watch --prometheus needs a server URL (http://...), got {opts.url!r}")
     if not opts.queries or not all(q.strip() for q in opts.queries):
         raise InputError("watch --prometheus needs --query with a PromQL expression, e.g. 'up'")
-    if not 10 <= opts.learning <= MAX_LEARNING:
+    if opts.learning is not None and not 10 <= opts.learning <= MAX_LEARNING:
         raise InputError(f"--learning is {opts.learning}; give 10 to {MAX_LEARNING:,} points")
     interval = parse_duration(opts.interval, "--interval")
     ws = WatchSettings(
@@ -74,8 +74,8 @@ def watch_prometheus(opts: LiveWatch) -> None:
     saved = load_state(path)
     watcher = Watcher.from_state(saved, ws, reader) if saved else Watcher(ws, reader)
     console.print(
-        f"[dim]detector: streaming ensemble per series (anomaly likelihood), learning period "
-        f"{ws.learning} points; state {path} ({'resumed' if saved else 'new'}, "
+        f"[dim]detector: streaming ensemble per series (range, sequence likelihood, ARTime), "
+        f"learning period {ws.learning_points} points; state {path} ({'resumed' if saved else 'new'}, "
         f"{len(watcher.series)} series)[/]",
         highlight=False,
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seenbefore.detection.features import Array, window_features
+from seenbefore.detection.features import Array, trailing_scale, window_features
 from seenbefore.detection.signature import KEY_METRICS
 from seenbefore.detection.telemetry import UNITS
 from seenbefore.types import Anomaly, MetricDeviation
@@ -23,6 +23,21 @@ class EventPolicy:
     min_points: int = 2
     deviation_z: float = 4.0  # |robust z| for a metric to count as deviated
     normal_z: float = 2.0
+    sustain: int = 1  # points at that |z| (within the event, or its first close_after points)
+
+
+def seasonal_change(X: Array, season: int | None) -> Array | None:
+    """Each point minus the same time one ``season`` earlier; +inf where there is no earlier
+    season (the windowed z alone decides there). None without a season or a series shorter
+    than one."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    if not season or len(X) <= season:
+        return None
+    out = np.full_like(X, np.inf)
+    out[season:] = X[season:] - X[:-season]
+    return out
 
 
 def find_events(scores: Array, policy: EventPolicy) -> list[tuple[int, int]]:
@@ -65,11 +80,22 @@ def build_anomalies(
     lead: int = 60,
     level_median: Array | None = None,
     level_scale: Array | None = None,
+    season: int | None = None,
 ) -> list[Anomaly]:
     """Events from ``scores`` -> Anomalies, describing each metric by its robust z-score in the
-    event's first ``lead`` points against the baseline just before the event."""
+    event's first ``lead`` points against the baseline just before the event.
+
+    A metric is named when its |z| reaches ``policy.deviation_z`` on at least
+    ``policy.sustain`` points; with ``sustain`` > 1 those points are looked for over at least
+    the event's first ``close_after`` points, however short the fire that opened it. With a
+    ``season`` (points per day), a point counts only if it is also that far from the same time
+    one season earlier (a morning ramp is not an anomaly). The anomaly starts at the first
+    point where a named metric deviated."""
     policy = policy or EventPolicy()
     _, zs, baselines = window_features(X, window=window, lag=3, season=None)
+    seasonal = seasonal_change(X, season)
+    if seasonal is not None:  # in the unit of the trailing window's z
+        seasonal = seasonal / trailing_scale(X, window)
     if level_median is not None and level_scale is not None:
         # a slow drift (a leak) is followed by the rolling window; against the learned normal
         # it stands out, so describe each metric by whichever deviation is larger
@@ -77,15 +103,27 @@ def build_anomalies(
         use_level = (np.abs(level) >= 10) & (np.abs(level) > 2 * np.abs(zs))
         zs = np.where(use_level, level, zs)
         baselines = np.where(use_level, level_median, baselines)
+        if seasonal is not None:  # and then in the learned unit
+            seasonal = np.where(
+                use_level, seasonal * trailing_scale(X, window) / level_scale, seasonal
+            )
     out = []
     for a, b in find_events(scores, policy):
-        head = slice(a, min(b, a + lead))
-        deviations, normal = [], []
+        # a sustained deviation is looked for while the event could still be open (it closes
+        # after ``close_after`` quiet points), however short the fire that opened it
+        last = b if policy.sustain <= 1 else max(b, a + policy.close_after)
+        head = slice(a, min(len(X), last, a + lead))
+        deviations, normal, first = [], [], None
         for j, metric in enumerate(metrics):
             z = zs[head, j]
-            k = int(np.argmax(np.abs(z)))
-            peak = float(z[k])
-            if abs(peak) >= policy.deviation_z:
+            hit = np.abs(z) >= policy.deviation_z
+            if seasonal is not None:  # and unlike the same time on the days before
+                hit &= np.abs(seasonal[head, j]) >= policy.deviation_z
+            if hit.any() and int(hit.sum()) >= policy.sustain:
+                k = int(np.argmax(np.where(hit, np.abs(z), -1.0)))
+                peak = float(z[k])
+                at = int(np.argmax(hit))
+                first = at if first is None else min(first, at)
                 deviations.append(
                     MetricDeviation(
                         metric=metric,
@@ -98,7 +136,9 @@ def build_anomalies(
                 )
             elif metric in KEY_METRICS and float(np.max(np.abs(z))) < policy.normal_z:
                 normal.append(metric)
-        started = timestamps[a]
+        # the anomaly starts where its first named metric first deviated
+        start = a + (first or 0)
+        started = timestamps[start]
         digest = hashlib.sha1(f"{service}{started.isoformat()}".encode()).hexdigest()[:10]
         out.append(
             Anomaly(
@@ -107,7 +147,7 @@ def build_anomalies(
                 cloud=cloud,
                 region=region,
                 start=started,
-                end=timestamps[min(b, len(timestamps) - 1)],
+                end=timestamps[min(max(b, start + 1), len(timestamps) - 1)],
                 score=round(float(scores[a:b].max()), 4),
                 deviations=tuple(deviations),
                 normal=tuple(normal),

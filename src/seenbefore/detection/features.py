@@ -49,6 +49,17 @@ def _past_windows(x: Array, window: int) -> tuple[Array, Array]:
     return med, scale
 
 
+def trailing_scale(X: Array, window: int) -> Array:
+    """The robust scale of the ``window`` points before each point, per column (NaN-free: the
+    1 % floor where there is no history), the unit of the windowed z."""
+    X = np.asarray(X, dtype=np.float64)
+    cols = X[:, None] if X.ndim == 1 else X
+    out = np.column_stack([_past_windows(cols[:, j], window)[1] for j in range(cols.shape[1])])
+    floor = 0.01 * np.abs(cols) + 1e-6
+    out = np.where(np.isnan(out), floor, out)
+    return out if X.ndim > 1 else out[:, 0]
+
+
 @contextmanager
 def _quiet() -> Iterator[None]:
     """Silence numpy's all-NaN-slice warnings (expected at the start of a series)."""

@@ -10,15 +10,21 @@ to the step, so a restarted watcher evaluates the same instants); points at or b
 last timestamp and non-finite values are skipped.
 
 **Confirmation** (the rule of :mod:`~seenbefore.detection.service_ensemble`, for one series): a
-point scored >= 0.5 after the learning period opens an event; the event stays open while scores
-stay >= 0.3 and closes after 10 points below. It becomes **one** Anomaly the first time one of its
-first ``lead`` (60) points deviates by |robust z| >= 4 against the ``window`` (240) points before
-it (median, 1.4826 MAD, floored at 1 % of the median), or, for a slow drift, against the learning
-period's level (when that is >= 10 and twice the windowed z, as ``build_anomalies`` does). Fires
-that close unconfirmed are counted (``unconfirmed_fires``).
+point scored at or above the shipped threshold after the learning period opens an event; the
+event stays open while scores stay >= 0.3 and closes after 10 points below. While it is open,
+within its first ``lead`` (60) points, a point **deviates** when |robust z| >= 4 against the
+``window`` (240) points before it (median, 1.4826 MAD, floored at 1 % of the median) -- or, for a
+slow drift, against the learning period's level (when that is >= 10 and twice the windowed z, as
+``build_anomalies`` does) -- and, once a day of points has been seen, also against the value
+one day earlier (a daily ramp is no anomaly; with a step under a minute, the kept value nearest a
+day earlier, at most ``day_stride`` points off). The event becomes **one** Anomaly when 2 points
+have deviated; it starts at the first of them. Fires that close unconfirmed are counted
+(``unconfirmed_fires``).
 
 **Memory** per series: the ensemble's retained state (``OnlineEnsemble.retained``), the last
-``window`` values, the learning period's values until it ends, and one open event.
+``window`` values, the last day of values (for the same-time-yesterday check), the learning
+period's values until it ends, and one open event. Long arrays are packed in the state file
+(:mod:`~seenbefore.detection.packed`).
 """
 
 from __future__ import annotations
@@ -36,16 +42,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seenbefore.detection.ensemble import DEFAULT_PARAMS
+from seenbefore.detection.ensemble import DEFAULT_PARAMS, points_per_day
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import MIN_HISTORY, robust_level  # min values for a windowed z
 from seenbefore.detection.online import OnlineEnsemble
+from seenbefore.detection.packed import pack, unpack
 from seenbefore.detection.service_ensemble import ENSEMBLE_POLICY
 from seenbefore.detection.telemetry import UNITS
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
-STATE_VERSION = 1
+DAY_SLOTS = (
+    1440  # values kept for the day before: one a minute at most (a 1 s step keeps every 60th)
+)
+STATE_VERSION = 2  # 2: packed arrays, the day of values, confirmation by sustained deviation
 
 # (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
 Reader = Callable[[str, dt.datetime, dt.datetime, dt.timedelta], list[dict[str, Any]]]
@@ -58,7 +68,7 @@ class WatchSettings:
     step: dt.timedelta = dt.timedelta(seconds=60)
     since: dt.timedelta = dt.timedelta(hours=1)  # how far back the first poll reads
     lag: dt.timedelta = dt.timedelta(seconds=10)  # stay behind now: samples still arriving
-    learning: int = 750
+    learning: int | None = None  # None: NAB's cap of 750 points, or a day of points if longer
     window: int = 240
     lead: int = 60
     policy: EventPolicy = ENSEMBLE_POLICY
@@ -67,13 +77,27 @@ class WatchSettings:
     def step_ms(self) -> int:
         return max(1, round(self.step.total_seconds() * 1000))
 
+    @property
+    def day(self) -> int:
+        """Points in a day at this step: the same-time-yesterday check's distance."""
+        return points_per_day(self.step.total_seconds()) or 1
+
+    @property
+    def day_stride(self) -> int:
+        """Every how many points the day of values keeps one (at most ``DAY_SLOTS`` kept)."""
+        return -(-self.day // DAY_SLOTS)
+
+    @property
+    def learning_points(self) -> int:
+        return self.learning if self.learning is not None else max(750, self.day)
+
     def identity(self) -> dict[str, Any]:
         """What a saved state must match to be continued."""
         return {
             "url": self.url.rstrip("/"),
             "queries": list(self.queries),
             "step_ms": self.step_ms,
-            "learning": self.learning,
+            "learning": self.learning_points,
             "window": self.window,
         }
 
@@ -99,6 +123,7 @@ class Series:
     labels: dict[str, str]
     detector: OnlineEnsemble
     recent: deque[float]
+    day: deque[float]  # the last day of values, for the same-time-yesterday check
     head: list[float] = field(default_factory=list)  # the learning period, until it ends
     level: tuple[float, float] | None = None
     last_ms: int | None = None
@@ -121,8 +146,9 @@ class Series:
             "query": self.query,
             "labels": self.labels,
             "detector": self.detector.to_state(),
-            "recent": list(self.recent),
-            "head": self.head,
+            "recent": pack(self.recent),
+            "day": pack(self.day),
+            "head": pack(self.head),
             "level": list(self.level) if self.level else None,
             "last_ms": self.last_ms,
             "seen": self.seen,
@@ -133,14 +159,15 @@ class Series:
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], window: int) -> Series:
+    def from_state(cls, state: Mapping[str, Any], window: int, day: int) -> Series:
         level = state["level"]
         return cls(
             query=state["query"],
             labels=dict(state["labels"]),
             detector=OnlineEnsemble.from_state(state["detector"]),
-            recent=deque((float(v) for v in state["recent"]), maxlen=window),
-            head=[float(v) for v in state["head"]],
+            recent=deque(unpack(state["recent"]), maxlen=window),
+            day=deque(unpack(state["day"]), maxlen=day),
+            head=unpack(state["head"]),
             level=(float(level[0]), float(level[1])) if level else None,
             last_ms=state["last_ms"],
             seen=int(state["seen"]),
@@ -205,8 +232,14 @@ class Watcher:
 
     def _new(self, query: str, labels: dict[str, str]) -> Series:
         s = self.settings
-        detector = OnlineEnsemble(probation=s.learning, **DEFAULT_PARAMS)
-        return Series(query=query, labels=labels, detector=detector, recent=deque(maxlen=s.window))
+        detector = OnlineEnsemble(probation=s.learning_points, **DEFAULT_PARAMS)
+        return Series(
+            query=query,
+            labels=labels,
+            detector=detector,
+            recent=deque(maxlen=s.window),
+            day=deque(maxlen=s.day // s.day_stride),
+        )
 
     def _score(
         self, series: Series, values: Sequence[Any], out: list[Anomaly]
@@ -222,6 +255,8 @@ class Watcher:
             if anomaly is not None:
                 out.append(anomaly)
             series.recent.append(value)
+            if series.seen % self.settings.day_stride == 0:
+                series.day.append(value)
             series.seen += 1
             series.last_score = score
             scored.append((ms, score))
@@ -232,14 +267,14 @@ class Watcher:
         s, p, t = self.settings, self.settings.policy, series.seen
         if series.level is None:
             series.head.append(value)
-            if len(series.head) >= s.learning:
+            if len(series.head) >= s.learning_points:
                 series.level, series.head = _level(series.head), []
         event = series.event
         if event is None:
-            if t < s.learning or score < p.open_at:
+            if t < s.learning_points or score < p.open_at:
                 return None
             event = series.event = {"start": t, "start_ms": ms, "quiet": 0, "score": score}
-            event.update(confirmed=False, best=None, baseline=None)
+            event.update(confirmed=False, best=None, baseline=None, hits=0, first_ms=None)
         elif score >= p.close_below:
             event["quiet"] = 0
             event["score"] = max(event["score"], score)
@@ -249,27 +284,42 @@ class Watcher:
                 series.unconfirmed += 0 if event["confirmed"] else 1
                 series.event = None
                 return None
-        if t < event["start"] + s.lead and not event["confirmed"]:
-            z, baseline = robust_z(value, series.recent)
-            if series.level is not None:
-                level = (value - series.level[0]) / series.level[1]
-                if abs(level) >= 10 and abs(level) > 2 * abs(z):
-                    z, baseline = level, series.level[0]
-            z = max(-50.0, min(50.0, z))  # as features.CLIP
-            if event["baseline"] is None:
-                event["baseline"] = baseline
-            if event["best"] is None or abs(z) > abs(event["best"][0]):
-                event["best"] = [z, value]
-        best = event["best"]
-        if event["confirmed"] or score < p.open_at or best is None or abs(best[0]) < p.deviation_z:
+        if event["confirmed"] or t >= event["start"] + s.lead:
+            return None
+        z, baseline = self._deviation(series, value)
+        if z is None:
+            return None
+        event["hits"] += 1
+        if event["first_ms"] is None:
+            event["first_ms"], event["baseline"] = ms, baseline
+        if event["best"] is None or abs(z) > abs(event["best"][0]):
+            event["best"] = [z, value]
+        if event["hits"] < p.sustain:
             return None
         event["confirmed"] = True
         series.anomalies += 1
         return self._anomaly(series, event, ms)
 
+    def _deviation(self, series: Series, value: float) -> tuple[float | None, float]:
+        """(z, baseline) when ``value`` deviates (module docstring), else (None, baseline)."""
+        p = self.settings.policy
+        z, baseline = robust_z(value, series.recent)
+        scale = _level(series.recent)[1] if len(series.recent) >= MIN_HISTORY else None
+        if series.level is not None:
+            level = (value - series.level[0]) / series.level[1]
+            if abs(level) >= 10 and abs(level) > 2 * abs(z):
+                z, baseline, scale = level, series.level[0], series.level[1]
+        z = max(-50.0, min(50.0, z))  # as features.CLIP
+        if abs(z) < p.deviation_z:
+            return None, baseline
+        full_day = len(series.day) == series.day.maxlen
+        if scale is not None and full_day and abs(value - series.day[0]) / scale < p.deviation_z:
+            return None, baseline  # no further from the same time one day earlier
+        return z, baseline
+
     def _anomaly(self, series: Series, event: Mapping[str, Any], ms: int) -> Anomaly:
         z, value = event["best"]
-        started = _at(event["start_ms"])
+        started = _at(event["first_ms"])
         digest = hashlib.sha1(
             f"{series.service}{series_key(series.labels)}{started.isoformat()}".encode()
         ).hexdigest()[:10]
@@ -320,7 +370,8 @@ class Watcher:
         watcher.polls = int(state["polls"])
         watcher.cursor = {str(k): int(v) for k, v in state["cursor"].items()}
         watcher.series = {
-            key: Series.from_state(value, settings.window) for key, value in state["series"].items()
+            key: Series.from_state(value, settings.window, settings.day // settings.day_stride)
+            for key, value in state["series"].items()
         }
         return watcher
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from seenbefore.detection import service_ensemble as ens
 from seenbefore.detection.detector import WindowIsolationForest
+from seenbefore.detection.ensemble import median_step
 from seenbefore.detection.events import EventPolicy, build_anomalies
 from seenbefore.detection.features import Array
 from seenbefore.detection.rules import Rule, RuleHit, evaluate_rules, load_rules
@@ -40,8 +41,8 @@ class DetectionParams:
     n_estimators: int = 200
     seed: int = 0
     events: EventPolicy = field(default_factory=EventPolicy)
-    detector: str = "iforest"  # or "ensemble" (the default of `detect --csv/--prometheus`)
-    probation: int | None = None  # ensemble learning period; None: NAB's 15 %, at most 750
+    detector: str = "ensemble"  # or "iforest"
+    probation: int | None = None  # ensemble learning period; None: ensemble.learning_period
 
 
 @dataclass
@@ -97,8 +98,10 @@ def detect(
             + ": give a longer series (more rows, a longer --since, or more --hours when "
             "simulating)"
         )
-    learning = ens.learning_period(n, params.probation) if ensemble else params.train_minutes
+    step = median_step(telemetry.timestamps)
+    learning = ens.learning_period(n, params.probation, step) if ensemble else params.train_minutes
     policy = ens.ENSEMBLE_POLICY if ensemble else params.events
+    season = ens.confirmation_season(n, step) if ensemble else None
     anomalies: list[Anomaly] = []
     hits: list[RuleHit] = []
     scores: dict[str, Array] = {}
@@ -130,6 +133,7 @@ def detect(
             policy=policy,
             level_median=level_median,
             level_scale=level_scale,
+            season=season,
         )
         if ensemble:  # confirmed: some metric deviates (see service_ensemble)
             unconfirmed += sum(not a.deviations for a in found)

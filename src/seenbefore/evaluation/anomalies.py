@@ -57,7 +57,7 @@ def generate(
     records: list[dict[str, Any]] = []
     for done, seed in enumerate(seeds, 1):
         telemetry = simulate(scenarios=list(SCENARIOS), hours=hours, seed=seed, warmup_hours=24.0)
-        report = detect(telemetry, params=DetectionParams(train_minutes=24 * 60))
+        report = detect(telemetry, params=DetectionParams(train_minutes=24 * 60, probation=24 * 60))
         for anomaly in report.triage.kept:
             matched = report.matches.get(anomaly.id)
             if matched:

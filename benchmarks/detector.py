@@ -24,6 +24,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -80,6 +81,7 @@ def main() -> int:
     }
     rows.update(ensemble_rows(args.nab_file))
     rows.update(scale_rows(args.series, args.ticks))
+    rows.update(steady_rows())
     table = Table(
         title=f"detector throughput (forest: {len(metrics)} metrics, window {detector.window})"
     )
@@ -91,17 +93,19 @@ def main() -> int:
         "p50 ms",
         "p95 ms",
         "p99 ms",
-        "bytes/series",
+        "heap bytes/series",
+        "state bytes/series",
     ):
         table.add_column(col, justify="right")
     for name, r in rows.items():
         table.add_row(
             name,
             str(r.get("points", "-")),
-            f"{r['seconds']:.2f}",
+            f"{r['seconds']:.2f}" if "seconds" in r else "-",
             f"{r['points_per_s']:.0f}" if "points_per_s" in r else "-",
             *(f"{r[k]:.2f}" if k in r else "-" for k in ("p50_ms", "p95_ms", "p99_ms")),
             f"{r['bytes_per_series']:.0f}" if "bytes_per_series" in r else "-",
+            _state_bytes(r),
         )
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +126,13 @@ def main() -> int:
         )
     )
     return 0
+
+
+def _state_bytes(row: dict[str, Any]) -> str:
+    if "state_file_bytes_per_series" in row:
+        return f"{row['state_file_bytes_per_series']:.0f}"
+    by_points = row.get("state_file_bytes_per_series_by_points")
+    return " / ".join(f"{v:.0f}" for v in by_points.values()) if by_points else "-"
 
 
 def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
@@ -210,6 +221,7 @@ def scale_rows(series: int, ticks: int) -> dict[str, dict[str, float]]:
         for detector, value in zip(detectors, row, strict=True):
             detector.update(value)
     seconds = time.perf_counter() - started
+    state = sum(len(json.dumps(d.to_state(), separators=(",", ":"))) for d in detectors)
     return {
         f"ensemble streaming: {series} series round-robin": {
             "points": series * ticks,
@@ -217,6 +229,44 @@ def scale_rows(series: int, ticks: int) -> dict[str, dict[str, float]]:
             "points_per_s": series * ticks / seconds,
             "bytes_per_series": held / series,
             "retained_numbers_per_series": sum(d.retained() for d in detectors) / series,
+            "state_file_bytes_per_series": state / series,
+        }
+    }
+
+
+def steady_rows(series: int = 20, ticks: int = 12_000) -> dict[str, dict[str, float]]:
+    """Memory per series once every bounded buffer is full (the likelihood's 8,640-point
+    history, ARTime's categories as they settle): a few series run long, a live watcher's
+    state file (packed JSON) measured per series."""
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS
+    from seenbefore.detection.online import OnlineEnsemble
+
+    rng = np.random.default_rng(2)
+    base = rng.uniform(5, 50, series)
+    t = np.arange(ticks)[:, None]
+    x = base * (1 + 0.2 * np.sin(2 * np.pi * t / 288)) + rng.normal(0, 1, (ticks, series)) * (
+        0.05 * base
+    )
+    detectors = [OnlineEnsemble(probation=750, **DEFAULT_PARAMS) for _ in range(series)]
+    sizes: dict[int, float] = {}
+    for i, row in enumerate(x.tolist(), start=1):
+        for detector, value in zip(detectors, row, strict=True):
+            detector.update(value)
+        if i in (3_000, 9_000, ticks):
+            sizes[i] = (
+                sum(len(json.dumps(d.to_state(), separators=(",", ":"))) for d in detectors)
+                / series
+            )
+    console.print(f"steady state: {series} series x {ticks} points, state bytes {sizes}")
+    return {
+        f"ensemble state at steady state: {series} series x {ticks} points": {
+            "points": series * ticks,
+            "state_file_bytes_per_series_by_points": {str(k): v for k, v in sizes.items()},
+            "retained_numbers_per_series": sum(d.retained() for d in detectors) / series,
+            "artime_categories_per_series": sum(
+                len(d.artime_.art.labels) for d in detectors if d.artime_ is not None
+            )
+            / series,
         }
     }
 

@@ -174,7 +174,7 @@ def test_default_path_runs_without_any_extra(plain: dict[str, Any]) -> None:
         ("reindex_lsa", "lsa", "fitting the LSA embedder"),
         ("serve", "server", "`seenbefore serve`"),
         ("mcp", "server", "`seenbefore mcp`"),
-        ("detect", "detect", "the IsolationForest detector"),
+        ("detect", "detect", "the anomaly likelihood (a Gaussian tail)"),
         ("investigate_llm", "llm", "rendering an LLM prompt"),
         ("eval", "eval", "IR metrics"),
     ],

@@ -20,6 +20,7 @@ from seenbefore.cli import (
     serve,
 )
 from seenbefore.cli.common import err_console
+from seenbefore.cli.database import database_app
 from seenbefore.cli.embedder import embedder_app
 from seenbefore.cli.mcp import mcp
 from seenbefore.cli.review import review_app
@@ -66,6 +67,7 @@ app.add_typer(token_app, name="token")
 app.add_typer(audit_app, name="audit")
 app.add_typer(review_app, name="review")
 app.command()(migrate.migrate)
+app.add_typer(database_app, name="database")
 app.add_typer(embedder_app, name="embedder")
 app.command()(mcp)
 

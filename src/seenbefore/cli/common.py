@@ -38,14 +38,17 @@ def settings() -> Settings:
 
 
 def open_store(cfg: Settings | None = None) -> Store:
-    """The store the settings select (SEENBEFORE_DATABASE_URL: PostgreSQL; else SQLite)."""
+    """The store the settings select (SEENBEFORE_DATABASE_URL: PostgreSQL; else SQLite), with
+    the maintenance login where SEENBEFORE_DATABASE_ADMIN_URL gives one: the CLI is the
+    operator's door (migrations, ingest, reindex, tokens)."""
     from seenbefore.storage.factory import open_store as select
 
-    return select(cfg or settings())
+    return select(cfg or settings(), maintenance=True)
 
 
 def open_kb(cfg: Settings | None = None) -> KnowledgeBase:
-    return KnowledgeBase(cfg or settings())
+    cfg = cfg or settings()
+    return KnowledgeBase(cfg, store=open_store(cfg))
 
 
 def notify_router(cfg: Settings | None = None) -> Any:

@@ -17,6 +17,7 @@ from seenbefore.errors import NotFoundError, SchemaVersionError, StoreError
 from seenbefore.storage.base import EmbeddedVectors
 from seenbefore.storage.postgres.maintenance import Maintenance
 from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.types import SearchFilters
 from tests.storage.test_contract import doc, put
 
 pytestmark = pytest.mark.integration
@@ -192,3 +193,17 @@ def test_a_service_login_never_migrates(pg_service_url: str) -> None:
         PostgresStore(pg_service_url)  # a fresh database: schema version 0
     with pytest.raises(StoreError, match="maintenance login"):
         Maintenance(pg_service_url)
+
+
+def test_a_service_login_claims_the_first_embedder(pg_url: str, pg_service_url: str) -> None:
+    """Typing the vector column is DDL; the owner's function does it for a service login's
+    first ingest (serve --sample, an approval on an empty knowledge base)."""
+    PostgresStore(pg_url).close()  # migrated, nothing ingested
+    with Maintenance(pg_url) as admin:
+        wide, _, _ = admin.make_key("wide", None)
+    with PostgresStore(pg_service_url, tier_key=wide) as store:
+        pm, chunks = doc("FIRST", "## Summary\nquasar\n")
+        store.upsert(pm, chunks, EmbeddedVectors("fake-4", np.ones((len(chunks), 4), "float32")))
+        assert store.embedder_info() == ("fake-4", 4)
+        found = store.dense_search(np.ones(4, "float32"), SearchFilters(), 5)
+        assert [h.doc_id for h in found] == ["FIRST"]

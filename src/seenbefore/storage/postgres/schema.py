@@ -354,6 +354,7 @@ OWNER_ONLY_SINCE = 5
 # taken back each time, in the same transaction.
 REVOKE_OWNER_ONLY = f"REVOKE ALL ON {', '.join(OWNER_ONLY_TABLES)} FROM {APP_ROLE}"
 BIND_FUNCTION = "bind_tiers"
+TYPE_VECTORS_FUNCTION = "type_vectors"
 # 64 bytes from four v4 UUIDs (gen_random_uuid draws on pg_strong_random): 488 random bits
 _RANDOM_64 = "decode(replace(" + " || ".join(["gen_random_uuid()::text"] * 4) + ", '-', ''), 'hex')"
 # The binding's MAC: SHA-256(outer || SHA-256(inner || message)) with two independent random
@@ -480,6 +481,32 @@ MIGRATIONS.append(
                 MESSAGE = '{BINDING_SETTING} does not carry a MAC {BIND_FUNCTION}() issued';
         END IF;
         RETURN string_to_array(parts[3], ',');
+    END
+    $fn$;
+
+    -- The first embedder's claim types the vector column and builds its index (DDL, as the
+    -- owner), so a service login's first ingest or approval works; it never retypes a column.
+    CREATE FUNCTION {TYPE_VECTORS_FUNCTION}(p_dim integer) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        typed integer;
+        home text;
+    BEGIN
+        SELECT a.atttypmod INTO typed FROM pg_attribute a
+         WHERE a.attrelid = '{SCHEMA}.vectors'::regclass AND a.attname = 'embedding';
+        IF p_dim IS NULL OR p_dim < 1 OR (typed <> -1 AND typed <> p_dim) THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('vectors cannot be typed for dimension %s (typed: %s)', p_dim,
+                    typed),
+                HINT = 'run `seenbefore reindex` with the maintenance login to change embedders';
+        END IF;
+        SELECT quote_ident(e.extnamespace::regnamespace::text) INTO home
+          FROM pg_extension e WHERE e.extname = 'vector';
+        EXECUTE format('ALTER TABLE vectors ALTER COLUMN embedding TYPE %s.vector(%s)', home,
+            p_dim);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw'
+            ' (embedding %s.vector_cosine_ops)', home);
     END
     $fn$;
 

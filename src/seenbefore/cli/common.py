@@ -52,15 +52,18 @@ def open_kb(cfg: Settings | None = None) -> KnowledgeBase:
 
 
 def notify_router(cfg: Settings | None = None) -> Any:
-    """The notifier router of ``[notify]`` with its outbox in the home folder (``detect`` and
-    ``watch`` --notify), or None when nothing is configured."""
+    """The notifier router of ``[notify]`` (``detect`` and ``watch`` --notify, ``notify
+    retry``), or None when nothing is configured. Its outbox follows the store: the home
+    folder's file on SQLite, the database's table on PostgreSQL (shared by every process)."""
     cfg = cfg or settings()
     if not cfg.notify:
         return None
     from seenbefore.lifecycle.home import OUTBOX_FILE
     from seenbefore.notify import build_router
+    from seenbefore.storage.factory import open_outbox_rows
 
-    return build_router(cfg.notify, outbox_path=cfg.home / OUTBOX_FILE)
+    rows = open_outbox_rows(cfg, cfg.home / OUTBOX_FILE)
+    return build_router(cfg.notify, outbox_rows=rows)
 
 
 def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:

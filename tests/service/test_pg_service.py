@@ -191,3 +191,26 @@ def test_a_database_that_goes_away_makes_readyz_503_and_the_process_lives(
         assert client.get("/healthz").status_code == 200
         search = client.post("/v1/search", json={"query": "pool"}, headers=auth(tokens, "viewer"))
         assert search.status_code == 503
+
+
+def test_a_service_login_waits_not_ready_until_the_database_is_set_up(
+    tmp_path: Path, pg_url: str, pg_service_url: str
+) -> None:
+    """A replica on the service login meets a database nobody has migrated: not ready, saying
+    what to run; once `database setup` has run on the maintenance login (registering the
+    replica's tier key), it opens and serves."""
+    from seenbefore.storage.postgres.maintenance import Maintenance
+
+    key = "sbk_" + "W" * 43
+    settings = service_settings(
+        tmp_path / "home", database_url=pg_service_url, database_tier_key=key
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        waiting = client.get("/readyz")
+        assert waiting.status_code == 503
+        assert "seenbefore database setup" in waiting.json()["reason"]
+        with Maintenance(pg_url) as admin:  # what the overlay's setup Job does
+            admin.setup_checkpoints()
+            admin.make_key("replicas", None, key)
+        assert wait_for(client, "ready", timeout_s=30.0)["status"] == "ready"
+        assert client.app.state.service.kb.store.server.maintenance is False  # type: ignore[attr-defined]

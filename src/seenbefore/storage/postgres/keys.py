@@ -84,7 +84,8 @@ def register(
         f"SELECT id, name, tiers, created_at, revoked_at FROM {TIER_KEYS} WHERE key_hash = %s",
         (_hash(plaintext),),
     ).fetchone()
-    assert found is not None  # inserted above, or there already
+    if found is None:  # inserted above, or there already: only a concurrent delete gets here
+        raise ConflictError("the tier key vanished while it was registered; run it again")
     info = _info(found)
     if info.revoked_at is not None:
         raise ConflictError(

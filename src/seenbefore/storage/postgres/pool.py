@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -348,15 +348,16 @@ class Database:
         ).fetchone()
         superuser, createrole, bypassrls = row or (False, False, False)
         exist = self._roles_exist(conn)
-        app, owner = (
+        row = (
             conn.execute(
                 "SELECT pg_has_role(session_user, %s, 'USAGE'), pg_has_role(session_user, %s,"
                 " 'SET')",
                 (APP_ROLE, OWNER_ROLE),
             ).fetchone()
             if exist
-            else (False, False)
-        ) or (False, False)
+            else None
+        )
+        app, owner = (bool(row[0]), bool(row[1])) if row else (False, False)
         if not (exist and app):
             if not (superuser or createrole):
                 raise StoreError(
@@ -367,10 +368,7 @@ class Database:
             self._create_roles(conn, superuser=bool(superuser))
             owner = True
         info = self._vector(conn, superuser=bool(superuser), bypass=bool(superuser or bypassrls))
-        return ServerInfo(
-            info.vector_schema, info.vector_version, info.iterative_scan, info.bypasses_rls,
-            maintenance=bool(owner),
-        )  # fmt: skip
+        return replace(info, maintenance=owner)
 
     @staticmethod
     def _roles_exist(conn: Conn) -> bool:

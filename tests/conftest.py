@@ -124,3 +124,13 @@ def pg_url(pg_server: LocalPostgres) -> Iterator[str]:
     name = pg_server.create_database()
     yield pg_server.url(name, LOGIN_ROLE)
     pg_server.drop_database(name)
+
+
+@pytest.fixture
+def pg_service_url(pg_server: LocalPostgres, pg_url: str) -> str:
+    """``pg_url``'s database as the service login of a split deployment (a member of the app
+    role only: no SET ROLE to the owner, so no migrations and no tiers without a tier key).
+    Open a store on ``pg_url`` first: this login cannot migrate."""
+    from tests.pg import SERVICE_LOGIN, database_of
+
+    return pg_server.url(database_of(pg_url), SERVICE_LOGIN)

@@ -34,7 +34,13 @@ from seenbefore.storage.postgres.schema import OWNER_ROLE, bootstrap_sql
 
 PG_USER = "seenbefore-pg"  # the system user the server runs as when we are root
 SUPERUSER = "postgres"
-LOGIN_ROLE = "seenbefore_service"  # what the service logs in as: never superuser or BYPASSRLS
+# The one login most tests use: never superuser or BYPASSRLS, but a member of the owner role
+# (SET ROLE, no inheritance), so it migrates, and binds tiers without a key (a single-URL setup,
+# which is no boundary: docs/postgres.md).
+LOGIN_ROLE = "seenbefore_service"
+# A service login of a split deployment: a member of the app role only (never of the owner), so
+# it neither migrates nor binds tiers without a tier key (tests/storage/test_tier_binding.py).
+SERVICE_LOGIN = "seenbefore_api"
 LOGIN_PASSWORD = "seenbefore-test-only"  # for SEENBEFORE_TEST_DATABASE_URL servers (not trust)
 
 
@@ -87,7 +93,7 @@ class LocalPostgres:
         if user == SUPERUSER:
             user = str(info.get("user") or SUPERUSER)
         else:
-            password = LOGIN_PASSWORD if user == LOGIN_ROLE else ""
+            password = LOGIN_PASSWORD if user in (LOGIN_ROLE, SERVICE_LOGIN) else ""
         secret = f":{quote(password, safe='')}" if password else ""
         return f"postgresql://{quote(user, safe='')}{secret}@{self.host}:{self.port}/{database}"
 
@@ -194,18 +200,20 @@ class LocalPostgres:
         return psycopg.connect(self.url(database), autocommit=True, connect_timeout=10)
 
     def prepare_roles(self) -> None:
-        """What a DBA does once (pg_schema.bootstrap_sql): the NOLOGIN owner and app roles, and a
-        LOGIN role that is neither superuser nor BYPASSRLS; pgvector in template1."""
+        """What a DBA does once (pg_schema.bootstrap_sql): the NOLOGIN owner and app roles, the
+        maintenance LOGIN role (LOGIN_ROLE) and the service LOGIN role (SERVICE_LOGIN), neither
+        superuser nor BYPASSRLS; pgvector in template1."""
         with self.admin() as conn:
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (LOGIN_ROLE,))
-            if exists.fetchone() is None:
-                conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(LOGIN_ROLE)))
-            conn.execute(
-                sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
-                    sql.Identifier(LOGIN_ROLE), sql.Literal(LOGIN_PASSWORD)
+            for login in (LOGIN_ROLE, SERVICE_LOGIN):
+                exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,))
+                if exists.fetchone() is None:
+                    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(login)))
+                conn.execute(
+                    sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
+                        sql.Identifier(login), sql.Literal(LOGIN_PASSWORD)
+                    )
                 )
-            )
-            for statement in bootstrap_sql(LOGIN_ROLE, "template1"):
+            for statement in bootstrap_sql(SERVICE_LOGIN, "template1", LOGIN_ROLE):
                 name = statement.split()[2] if statement.startswith("CREATE ROLE") else None
                 if (
                     name

@@ -74,7 +74,18 @@ class Settings(BaseSettings):
         default=(), description="tiers whose evidence never goes to a non-allowed LLM host"
     )
     database_url: SecretStr | None = Field(
-        default=None, description="postgresql://... selects the PostgreSQL backend; unset: SQLite"
+        default=None,
+        description="postgresql://... selects the PostgreSQL backend; unset: SQLite. `serve`"
+        " logs in with it: give it a service login (docs/postgres.md)",
+    )
+    database_admin_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql://... of the maintenance login (migrations, ingest, reindex, the"
+        " admin CLI); unset: the CLI uses SEENBEFORE_DATABASE_URL, which is then no boundary",
+    )
+    database_tier_key: SecretStr | None = Field(
+        default=None,
+        description="the tier key a service login binds tiers with (`seenbefore database key`)",
     )
     database_pool_max: int = Field(default=10, ge=1, le=200, description="PostgreSQL connections")
     database_statement_timeout_s: float = Field(

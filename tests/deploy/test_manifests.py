@@ -144,8 +144,8 @@ def test_secrets_come_only_from_secret_refs(rendered: tuple[str, list[Resource]]
             assert "value" not in var, f"{var['name']} has a literal value"
             from_secrets[var["name"]] = var["valueFrom"]["secretKeyRef"]
     expected = {"SEENBEFORE_ADMIN_TOKEN", "SEENBEFORE_LLM_API_KEY"}
-    if name == "postgres":
-        expected.add("SEENBEFORE_DATABASE_URL")
+    if name == "postgres":  # the service login and its tier key; never the maintenance login
+        expected |= {"SEENBEFORE_DATABASE_URL", "SEENBEFORE_DATABASE_TIER_KEY"}
     assert set(from_secrets) == expected
     assert not from_secrets["SEENBEFORE_ADMIN_TOKEN"].get("optional", False)
     assert not any(r["kind"] == "Secret" for r in resources), "secret values never live in git"
@@ -271,6 +271,9 @@ def test_overlay_runs_replicas_over_postgres() -> None:
     env = {e["name"]: e for e in container(resources)["env"]}
     ref = env["SEENBEFORE_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
     assert ref == {"name": "seenbefore-database", "key": "url"}
+    key = env["SEENBEFORE_DATABASE_TIER_KEY"]["valueFrom"]["secretKeyRef"]
+    assert key == {"name": "seenbefore-database", "key": "tier-key"}
+    assert "SEENBEFORE_DATABASE_ADMIN_URL" not in env  # replicas never hold the owner's login
     assert not [r for r in resources if r["kind"] == "PersistentVolumeClaim"]
     budget = one(resources, "PodDisruptionBudget")
     assert 0 < budget["spec"]["minAvailable"] < replicas
@@ -280,3 +283,28 @@ def test_overlay_runs_replicas_over_postgres() -> None:
     base = render(BASE)
     assert one(resources, "ConfigMap") == one(base, "ConfigMap")
     assert one(resources, "Service") == one(base, "Service")
+
+
+def test_overlay_sets_the_database_up_with_the_maintenance_login_alone() -> None:
+    """The one place the maintenance login's URL goes: a Job running `seenbefore database
+    setup` (migrations, checkpoint tables, the replicas' tier key), as the image's user."""
+    resources = render(OVERLAY)
+    job = one(resources, "Job")
+    [box] = job["spec"]["template"]["spec"]["containers"]
+    image = df.parse((REPO / "Dockerfile").read_text(encoding="utf-8"))
+    entrypoint = image.final.last("ENTRYPOINT")
+    assert entrypoint is not None and entrypoint.exec_form is not None
+    assert [*entrypoint.exec_form, *box["args"]] == ["seenbefore", "database", "setup"]
+    env = {e["name"]: e for e in box["env"]}
+    assert set(env) <= allowed_env_names()
+    for name in secret_env_names() & set(env):
+        assert "value" not in env[name], f"{name} has a literal value"
+    admin = env["SEENBEFORE_DATABASE_ADMIN_URL"]["valueFrom"]["secretKeyRef"]
+    assert admin == {"name": "seenbefore-database-admin", "key": "url"}
+    deployment = container(resources)
+    tier_key = {e["name"]: e for e in deployment["env"]}["SEENBEFORE_DATABASE_TIER_KEY"]
+    assert env["SEENBEFORE_DATABASE_TIER_KEY"]["valueFrom"] == tier_key["valueFrom"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert box["securityContext"]["readOnlyRootFilesystem"] is True
+    assert not [r for r in render(BASE) if r["kind"] == "Job"]  # SQLite needs no set-up

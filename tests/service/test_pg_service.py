@@ -14,12 +14,14 @@ from fastapi.testclient import TestClient
 
 from seenbefore.config import Settings
 from seenbefore.kb import KnowledgeBase
+from seenbefore.notify import DeliveryResult, Notification, Outbox
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service.app import create_app
-from seenbefore.storage.factory import open_store
+from seenbefore.storage.factory import open_store, outbox_rows_of
 from seenbefore.storage.postgres.pool import PgOptions
 from seenbefore.storage.postgres.schema import OWNER_ROLE
 from seenbefore.storage.postgres.store import PostgresStore
+from tests.notify.conftest import make_anomaly
 from tests.pg import LOGIN_ROLE, LocalPostgres
 from tests.service.conftest import ROLES, service_settings, write_kb
 from tests.service.test_reviews import POOL_ALERT
@@ -73,10 +75,21 @@ def test_the_review_loop_runs_over_postgres(
     assert new_id in [r["id"] for r in found["results"]]
     again = client.post(f"/v1/reviews/{review['id']}/approve", headers=auth(tokens, "reviewer"))
     assert again.status_code == 409
+    # a notification that quotes the draft waits in the database's outbox (not a file)
+    store = client.app.state.service.kb.store  # type: ignore[attr-defined]
+    outbox = Outbox(rows=outbox_rows_of(store, tmp_path / "unused.sqlite"))
+    outbox.add(
+        "slack",
+        Notification(make_anomaly(), "pool saturated", draft=review["draft"]),
+        DeliveryResult.failure("HTTP 503", retryable=True, status=503),
+    )
+    assert outbox.local_file is None and len(outbox.pending()) == 1
     gone = client.delete("/v1/postmortems/POOL-1", headers=auth(tokens, "admin"))
     assert gone.status_code == 200
     assert gone.json()["derived_deleted"] == [new_id]  # the approved draft quoted it
     assert gone.json()["reviews_purged"] == 1
+    assert gone.json()["notifications_purged"] == 1 and outbox.entries() == []
+    assert not (tmp_path / "unused.sqlite").exists()
     audit = client.get("/v1/audit?limit=50", headers=auth(tokens, "admin")).json()["records"]
     actions = [r["action"] for r in audit]
     assert {"search", "review.start", "review.approve", "delete"} <= set(actions)
@@ -95,6 +108,24 @@ def test_a_session_signed_by_one_replica_is_good_at_another(tmp_path: Path, pg_u
         assert signer_b.read(cookie) == session
         b.cookies.set("sb_session", cookie)
         assert b.get("/reviews").status_code == 200  # the web queue, logged in at A
+
+
+def test_two_replicas_together_allow_the_rate_limit_once(tmp_path: Path, pg_url: str) -> None:
+    """Each replica alone would allow 10 a minute; over one database the two share the bucket,
+    so 30 requests alternating between them get at most 10 (plus what refilled meanwhile)."""
+    settings, tokens = pg_home(tmp_path, pg_url)
+    limited = settings.model_copy(update={"rate_limit_per_minute": 10})
+    other = limited.model_copy(update={"home": tmp_path / "home-b"})
+    with TestClient(create_app(limited)) as a, TestClient(create_app(other)) as b:
+        started = time.monotonic()
+        codes = [
+            (a, b)[n % 2].get("/v1/reviews", headers=auth(tokens, "viewer")).status_code
+            for n in range(30)
+        ]
+        elapsed = time.monotonic() - started
+    assert set(codes) == {200, 429}
+    assert 10 <= codes.count(200) <= 10 + int(elapsed / 6) + 1, (codes, elapsed)
+    assert codes[:10] == [200] * 10 and codes[10] == 429  # the eleventh, at either replica
 
 
 def dead_port_url() -> str:
@@ -160,3 +191,26 @@ def test_a_database_that_goes_away_makes_readyz_503_and_the_process_lives(
         assert client.get("/healthz").status_code == 200
         search = client.post("/v1/search", json={"query": "pool"}, headers=auth(tokens, "viewer"))
         assert search.status_code == 503
+
+
+def test_a_service_login_waits_not_ready_until_the_database_is_set_up(
+    tmp_path: Path, pg_url: str, pg_service_url: str
+) -> None:
+    """A replica on the service login meets a database nobody has migrated: not ready, saying
+    what to run; once `database setup` has run on the maintenance login (registering the
+    replica's tier key), it opens and serves."""
+    from seenbefore.storage.postgres.maintenance import Maintenance
+
+    key = "sbk_" + "W" * 43
+    settings = service_settings(
+        tmp_path / "home", database_url=pg_service_url, database_tier_key=key
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        waiting = client.get("/readyz")
+        assert waiting.status_code == 503
+        assert "seenbefore database setup" in waiting.json()["reason"]
+        with Maintenance(pg_url) as admin:  # what the overlay's setup Job does
+            admin.setup_checkpoints()
+            admin.make_key("replicas", None, key)
+        assert wait_for(client, "ready", timeout_s=30.0)["status"] == "ready"
+        assert client.app.state.service.kb.store.server.maintenance is False  # type: ignore[attr-defined]

@@ -1,6 +1,8 @@
 """Two `seenbefore serve` replicas (processes, ports and data directories of their own) over one
 PostgreSQL database: what one ingests the other finds, and two approvals of one review sent to
-the two replicas at the same instant take effect exactly once."""
+the two replicas at the same instant take effect exactly once. They run as a split deployment
+does (docs/postgres.md): `seenbefore database setup` on the maintenance login first, then the
+replicas on the service login with a tier key."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from tests.conftest import REPO, postmortem_text
 pytestmark = pytest.mark.integration
 
 ADMIN = "sb_" + "R" * 43
+TIER_KEY = "sbk_" + "K" * 43
 MARKER = "periwinkle semaphore"  # words no sample postmortem has
 BODY = f"""## Summary
 Order exports stalled for two hours.
@@ -59,16 +62,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(name: str, tmp_path: Path, database_url: str) -> Replica:
-    port = free_port()
-    env = {
+def replica_env(home: Path, database_url: str) -> dict[str, str]:
+    return {
         **{k: v for k, v in os.environ.items() if not k.startswith("SEENBEFORE_")},
-        "SEENBEFORE_HOME": str(tmp_path / f"home-{name}"),
+        "SEENBEFORE_HOME": str(home),
         "SEENBEFORE_DATABASE_URL": database_url,
+        "SEENBEFORE_DATABASE_TIER_KEY": TIER_KEY,
         "SEENBEFORE_EMBEDDER": "none",
         "SEENBEFORE_ADMIN_TOKEN": ADMIN,
         "SEENBEFORE_LOG_SAMPLE_FRACTION": "0",
     }
+
+
+def set_up(tmp_path: Path, admin_url: str, service_url: str) -> None:
+    """What a deployment runs before the replicas: migrations, checkpoint tables, the key."""
+    env = replica_env(tmp_path / "setup", service_url) | {
+        "SEENBEFORE_DATABASE_ADMIN_URL": admin_url
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "seenbefore", "database", "setup", "--json"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def start(name: str, tmp_path: Path, database_url: str) -> Replica:
+    port = free_port()
+    env = replica_env(tmp_path / f"home-{name}", database_url)
     log = tmp_path / f"{name}.log"
     with log.open("wb") as out:  # the child keeps its own descriptor
         process = subprocess.Popen(
@@ -97,8 +117,9 @@ def wait_ready(replica: Replica, timeout_s: float = 90.0) -> None:
 
 
 @pytest.fixture
-def replicas(tmp_path: Path, pg_url: str) -> Iterator[tuple[Replica, Replica]]:
-    started = [start(name, tmp_path, pg_url) for name in ("a", "b")]  # at once: racing startups
+def replicas(tmp_path: Path, pg_url: str, pg_service_url: str) -> Iterator[tuple[Replica, Replica]]:
+    set_up(tmp_path, pg_url, pg_service_url)
+    started = [start(name, tmp_path, pg_service_url) for name in ("a", "b")]  # at once
     try:
         for replica in started:
             wait_ready(replica)

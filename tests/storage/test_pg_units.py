@@ -61,3 +61,21 @@ def test_bootstrap_grants_the_owner_role_without_inheritance() -> None:
     assert "GRANT seenbefore_owner TO svc WITH INHERIT FALSE, SET TRUE" in sql
     assert "GRANT seenbefore_app TO svc" in sql
     assert "CREATE ROLE seenbefore_owner NOLOGIN" in sql
+
+
+def test_bootstrap_with_two_logins_keeps_the_service_login_off_the_owner() -> None:
+    sql = bootstrap_sql("svc", "kb", "ops")
+    assert "GRANT seenbefore_app TO svc" in sql and "GRANT seenbefore_app TO ops" in sql
+    assert "GRANT seenbefore_owner TO ops WITH INHERIT FALSE, SET TRUE" in sql
+    assert not [s for s in sql if "seenbefore_owner TO svc" in s]
+
+
+def test_policies_read_the_bound_tiers_not_a_setting_the_caller_writes() -> None:
+    from seenbefore.storage.postgres.schema import OWNER_ONLY_TABLES, VISIBLE, revokes
+
+    assert "current_setting" not in VISIBLE and "bound_tiers()" in VISIBLE
+    five = MIGRATIONS[4]  # migration 5 replaced migration 1's policies
+    for table in RLS_TABLES:
+        assert f"CREATE POLICY {table}_tiers ON {table} USING ({VISIBLE})" in five
+    taken_back = " ".join(revokes(len(MIGRATIONS)))
+    assert all(f"{t}" in taken_back for t in OWNER_ONLY_TABLES) and "audit_log" in taken_back

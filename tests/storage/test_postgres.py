@@ -46,6 +46,14 @@ def raw(url: str) -> psycopg.Connection[tuple[object, ...]]:
     return conn
 
 
+def bind(conn: psycopg.Connection[tuple[object, ...]], *tiers: str) -> None:
+    """Bind ``tiers`` to the open transaction, as the store does (this maintenance login needs
+    no tier key; tests/storage/test_tier_binding.py covers service logins)."""
+    conn.execute(
+        "SELECT set_config('seenbefore.binding', bind_tiers(NULL, %s, false), true)", (list(tiers),)
+    )
+
+
 def test_ships_pgvector_with_iterative_scans(pg_server: LocalPostgres, pg: PostgresStore) -> None:
     version = tuple(int(p) for p in vector_version(pg_server).split("."))
     assert version >= MIN_VECTOR_VERSION
@@ -67,16 +75,20 @@ def test_row_level_security_hides_restricted_rows_from_raw_selects(
         for table in tables:
             column = "id" if table == "documents" else "doc_id"
             query = sql.SQL(count.replace("doc_id", column)).format(t=sql.Identifier(table))
-            assert conn.execute(query).fetchone() == (0,)  # no tiers set: nothing
+            assert conn.execute(query).fetchone() == (0,)  # no tiers bound: nothing
+            with conn.transaction():  # migration 1's settings bind nothing any more
+                conn.execute("SELECT set_config('seenbefore.tiers', 'general,restricted', true)")
+                conn.execute("SELECT set_config('seenbefore.all_tiers', 'on', true)")
+                assert conn.execute(query).fetchone() == (0,)
             with conn.transaction():
-                conn.execute("SELECT set_config('seenbefore.tiers', 'general', true)")
+                bind(conn, "general")
                 assert conn.execute(query).fetchone() == (0,)
                 assert conn.execute("SELECT count(*) FROM documents").fetchone() == (1,)
             with conn.transaction():
-                conn.execute("SELECT set_config('seenbefore.tiers', 'general,restricted', true)")
+                bind(conn, "general", "restricted")
                 assert conn.execute(query).fetchone() != (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
-            conn.execute("SELECT set_config('seenbefore.tiers', 'general', true)")
+            bind(conn, "general")
             conn.execute("UPDATE documents SET access_tier = 'general'")  # nothing to update...
             conn.execute(
                 "INSERT INTO documents (id, title, status, effective_status, access_tier, body,"
@@ -95,10 +107,10 @@ def test_keyword_function_applies_the_callers_tiers(pg: PostgresStore, pg_url: s
     with raw(pg_url) as conn:
         assert conn.execute(call).fetchall() == []
         with conn.transaction():
-            conn.execute("SELECT set_config('seenbefore.tiers', 'general', true)")
+            bind(conn, "general")
             assert conn.execute(call).fetchall() == [("OPEN",)]
         with conn.transaction():
-            conn.execute("SELECT set_config('seenbefore.tiers', 'restricted,general', true)")
+            bind(conn, "restricted", "general")
             assert conn.execute(call).fetchall() == [("OPEN",), ("SECRET",)]
 
 

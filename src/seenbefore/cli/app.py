@@ -20,8 +20,10 @@ from seenbefore.cli import (
     serve,
 )
 from seenbefore.cli.common import err_console
+from seenbefore.cli.database import database_app
 from seenbefore.cli.embedder import embedder_app
 from seenbefore.cli.mcp import mcp
+from seenbefore.cli.notify import notify_app
 from seenbefore.cli.review import review_app
 from seenbefore.cli.security import audit_app, token_app
 from seenbefore.errors import SeenbeforeError
@@ -66,6 +68,8 @@ app.add_typer(token_app, name="token")
 app.add_typer(audit_app, name="audit")
 app.add_typer(review_app, name="review")
 app.command()(migrate.migrate)
+app.add_typer(database_app, name="database")
+app.add_typer(notify_app, name="notify")
 app.add_typer(embedder_app, name="embedder")
 app.command()(mcp)
 

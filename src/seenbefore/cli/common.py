@@ -38,26 +38,32 @@ def settings() -> Settings:
 
 
 def open_store(cfg: Settings | None = None) -> Store:
-    """The store the settings select (SEENBEFORE_DATABASE_URL: PostgreSQL; else SQLite)."""
+    """The store the settings select (SEENBEFORE_DATABASE_URL: PostgreSQL; else SQLite), with
+    the maintenance login where SEENBEFORE_DATABASE_ADMIN_URL gives one: the CLI is the
+    operator's door (migrations, ingest, reindex, tokens)."""
     from seenbefore.storage.factory import open_store as select
 
-    return select(cfg or settings())
+    return select(cfg or settings(), maintenance=True)
 
 
 def open_kb(cfg: Settings | None = None) -> KnowledgeBase:
-    return KnowledgeBase(cfg or settings())
+    cfg = cfg or settings()
+    return KnowledgeBase(cfg, store=open_store(cfg))
 
 
 def notify_router(cfg: Settings | None = None) -> Any:
-    """The notifier router of ``[notify]`` with its outbox in the home folder (``detect`` and
-    ``watch`` --notify), or None when nothing is configured."""
+    """The notifier router of ``[notify]`` (``detect`` and ``watch`` --notify, ``notify
+    retry``), or None when nothing is configured. Its outbox follows the store: the home
+    folder's file on SQLite, the database's table on PostgreSQL (shared by every process)."""
     cfg = cfg or settings()
     if not cfg.notify:
         return None
     from seenbefore.lifecycle.home import OUTBOX_FILE
     from seenbefore.notify import build_router
+    from seenbefore.storage.factory import open_outbox_rows
 
-    return build_router(cfg.notify, outbox_path=cfg.home / OUTBOX_FILE)
+    rows = open_outbox_rows(cfg, cfg.home / OUTBOX_FILE)
+    return build_router(cfg.notify, outbox_rows=rows)
 
 
 def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:

@@ -40,6 +40,8 @@ from seenbefore.evaluation.suite import build_suite, default_kb_dir, sample_file
 from seenbefore.investigation.llm import llm_from_settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.parsing import read_text
+from seenbefore.storage.factory import open_vector_cache
+from seenbefore.storage.vectorcache import VectorCache
 
 
 def _overlaps(cases: list[Case], kb: KnowledgeBase, tiers: tuple[str, ...]) -> dict[str, float]:
@@ -123,13 +125,18 @@ def eval_command(
     cfg = settings()
     kb_path = kb_dir or default_kb_dir()
     names = [e.strip() for e in embedders.split(",") if e.strip()]
-    cache = cfg.home / "embedding-cache.sqlite"
     quiet = as_json
     say = (lambda msg: None) if quiet else (lambda msg: console.print(f"[dim]{msg}[/]"))
     given = None if self_test else load_cases(cases_dir)  # a bad case file fails before building
     hist = history or cfg.home / "eval-history.jsonl"
     check_history(hist)  # and so does a history file the run could not append to
-    suite = build_suite(kb_path, embedders=names, cache=cache, progress=say)
+    # the embedding cache follows the store: a file in the home folder, or the database's table
+    cache = open_vector_cache(cfg, cfg.home / "embedding-cache.sqlite")
+    try:
+        suite = build_suite(kb_path, embedders=names, cache=cache, progress=say)
+    except BaseException:
+        cache.close()
+        raise
     try:
         first = next(iter(suite.kbs.values()))
         cases = given if given is not None else self_test_cases(first.store, suite.tiers)
@@ -193,6 +200,7 @@ def eval_command(
             _write_report(report_dir, report, header, overlaps, first, payload)
     finally:
         suite.close()
+        cache.close()
     if as_json:
         print_json(payload)
     else:
@@ -223,7 +231,7 @@ def eval_command(
 
 
 def _sizes(
-    kb_path: Path, sizes: str, names: list[str], cache: Path, seed: int, say: Any
+    kb_path: Path, sizes: str, names: list[str], cache: VectorCache, seed: int, say: Any
 ) -> list[dict[str, Any]]:
     rows = []
     for size in (int(s) for s in sizes.split(",") if s.strip()):

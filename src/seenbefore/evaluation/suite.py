@@ -28,6 +28,7 @@ from seenbefore.retrieval.embedders import (
     lsa_unavailable,
     neural_failure,
 )
+from seenbefore.storage.vectorcache import VectorCache
 
 EMBEDDERS = ("minilm", "lsa")
 
@@ -144,7 +145,7 @@ def build_suite(
     kb_dir: Path,
     *,
     embedders: Sequence[str],
-    cache: Path,
+    cache: Path | VectorCache,
     progress: Callable[[str], None] | None = None,
     files: Sequence[Path] | None = None,
 ) -> Suite:

@@ -9,9 +9,9 @@ notify outbox); sampled investigation logs that quote it (traces.py finds the qu
 the in-memory BM25 file beside the store (rebuilt). Then every SQLite file is compacted (FTS5
 ``optimize``, ``VACUUM``, WAL ``checkpoint(TRUNCATE)``; compaction.py) so the deleted text is
 physically gone, not merely unlinked. Over the PostgreSQL store the rows (documents, reviews,
-labels, checkpoint threads) are deleted in the database and the local files of the data
-directory (outbox, sampled log, approved drafts) are purged and compacted as above; the server
-reclaims its own pages (autovacuum). The audit records the deletion by id and sha256 only. The
+labels, checkpoint threads, queued notifications) are deleted in the database and the local
+files of the data directory (sampled log, approved drafts) are purged and compacted as above;
+the server reclaims its own pages (autovacuum). The audit records the deletion by id and sha256 only. The
 CLI's ``seenbefore delete`` and the API's ``DELETE /v1/postmortems/{id}`` both call
 :func:`delete_postmortem`.
 """

@@ -15,6 +15,8 @@ from seenbefore.lifecycle.home import OUTBOX_FILE, SAMPLED_LOG, Purger, data_hom
 from seenbefore.lifecycle.traces import mentions, purge_jsonl, purge_outbox, quotations
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import Principal
+from seenbefore.storage.factory import outbox_rows_of
+from seenbefore.storage.outbox import OutboxRows
 from seenbefore.types import Postmortem, StoredDocument
 
 PROVENANCE_KEYS = ("provenance", "review_id", "approved_from", "source_review")
@@ -46,9 +48,11 @@ def delete_postmortem(
 ) -> DeletionReport:
     """Delete ``doc_id`` and every trace of it under the data directory (see the package doc).
     With ``tiers``, a document outside them is NotFoundError, like an absent one.
-    ``compact_files=False`` skips the index rebuild and compaction (a cascade does them once)."""
-    outbox = outbox_path if outbox_path is not None else data_home(kb) / OUTBOX_FILE
-    deletion = _Deletion(kb, actor, audit, workflow, outbox, session)
+    ``compact_files=False`` skips the index rebuild and compaction (a cascade does them once).
+    The outbox purged is the store's: the file at ``outbox_path`` (default: beside the store)
+    on SQLite, the database's table on PostgreSQL."""
+    path = outbox_path if outbox_path is not None else data_home(kb) / OUTBOX_FILE
+    deletion = _Deletion(kb, actor, audit, workflow, outbox_rows_of(kb.store, path), session)
     return deletion.delete(doc_id, tiers, compact_files=compact_files, cascade=frozenset())
 
 
@@ -70,7 +74,7 @@ class _Deletion:
     actor: Principal | str
     audit: AuditLog | None
     workflow: Purger | None
-    outbox: Path
+    outbox: OutboxRows
     session: str | None
 
     def delete(
@@ -134,7 +138,7 @@ class _Deletion:
         if self.kb.dense_family() == "lsa":
             self.kb.reindex()  # the LSA vocabulary was fitted on the deleted text
         self.kb.index()  # the BM25 file beside the store, for the new generation
-        known = [p for p in (self.kb.store.local_file, self.outbox) if p is not None]
+        known = [p for p in (self.kb.store.local_file, self.outbox.local_file) if p is not None]
         return compact(sqlite_files(home, *known))
 
     def _record(self, report: DeletionReport, pm: Postmortem, *, compact_files: bool) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from seenbefore.notify.outbox import purge_matching
+from seenbefore.storage.outbox import OutboxRows
 from seenbefore.types import Postmortem
 
 MIN_QUOTE_WORDS = 6  # a sentence this long found verbatim elsewhere is a quotation
@@ -63,9 +63,10 @@ def mentions(value: Any, doc_id: str, quotes: Sequence[str]) -> bool:
     return False
 
 
-def purge_outbox(path: Path, doc_id: str, quotes: Sequence[str]) -> int:
-    """Delete notify outbox rows whose message names or quotes the document."""
-    return purge_matching(path, lambda message: mentions(_loads(message), doc_id, quotes))
+def purge_outbox(outbox: OutboxRows, doc_id: str, quotes: Sequence[str]) -> int:
+    """Delete notify outbox rows (the file's, or the database's) whose message names or quotes
+    the document."""
+    return outbox.purge(lambda message: mentions(_loads(message), doc_id, quotes))
 
 
 def purge_jsonl(path: Path, doc_id: str, quotes: Sequence[str]) -> int:

@@ -39,10 +39,14 @@
     multiplier = 2
     jitter = 0.5
 
+    [notify.outbox]              # optional
+    lease_s = 300                # seconds a retry pass keeps others off what it claimed
+
 Each channel table is built by the factory registered under its name in the entry-point group
 ``seenbefore.notifiers`` (see ``seenbefore.plugins``); the built-ins register the same way.
-The outbox path is the caller's (``<home>/outbox.sqlite``). Error messages name the key that is
-wrong but never repeat a secret's value.
+The outbox is the caller's: a file path (``<home>/outbox.sqlite``), or rows from
+``storage.factory.open_outbox_rows`` (the database's, on PostgreSQL). Error messages name the
+key that is wrong but never repeat a secret's value.
 """
 
 from __future__ import annotations
@@ -59,11 +63,27 @@ from seenbefore import plugins
 from seenbefore.errors import ConfigError
 from seenbefore.notify.base import Notifier, SupportsClose
 from seenbefore.notify.options import check_table, number
-from seenbefore.notify.outbox import Outbox
+from seenbefore.notify.outbox import DEFAULT_LEASE_S, Outbox
 from seenbefore.notify.router import RetryPolicy, Router
+from seenbefore.storage.outbox import OutboxRows
 
-RESERVED = ("retry", "routes")  # every other key of [notify] names a notifier
+RESERVED = ("retry", "routes", "outbox")  # every other key of [notify] names a notifier
 RETRY_KEYS = ("attempts", "base_delay", "max_delay", "multiplier", "jitter")
+OUTBOX_KEYS = ("lease_s",)
+MIN_LEASE_S = 5.0  # shorter than a send's timeout: another replica would re-send in flight
+
+
+def outbox_lease(table: Mapping[str, Any] | None) -> float:
+    """``[notify.outbox] lease_s``, checked (default DEFAULT_LEASE_S)."""
+    if not table:
+        return DEFAULT_LEASE_S
+    lease = number(check_table(table, "outbox", OUTBOX_KEYS), "outbox", "lease_s", DEFAULT_LEASE_S)
+    if not lease >= MIN_LEASE_S:
+        raise ConfigError(
+            f"notify.outbox.lease_s is {lease:g}; expected at least {MIN_LEASE_S:g} seconds (a"
+            " lease shorter than a send lets another replica send the same notification again)"
+        )
+    return lease
 
 
 def retry_policy(table: Mapping[str, Any] | None) -> RetryPolicy:
@@ -124,27 +144,33 @@ def _close(notifiers: Mapping[str, Notifier]) -> None:
 def build_router(
     config: Mapping[str, Any],
     *,
-    outbox_path: Path | str,
+    outbox_path: Path | str | None = None,
+    outbox_rows: OutboxRows | None = None,
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
 ) -> Router:
-    """A ``Router`` for ``config`` with its outbox at ``outbox_path``. Raises ``ConfigError``."""
+    """A ``Router`` for ``config`` with its outbox at ``outbox_path`` or in ``outbox_rows`` (the
+    router closes them with itself). Raises ``ConfigError``."""
     routes = config.get("routes")
     if routes is not None:
         routes = check_table(routes, "routes")
     retry_table = config.get("retry")
     retry = retry_policy(None if retry_table is None else check_table(retry_table, "retry"))
+    lease = outbox_lease(config.get("outbox"))
     notifiers = build_notifiers(config, client=client)
     try:
         return Router(
             notifiers,
-            outbox=Outbox(outbox_path),
+            outbox=Outbox(outbox_path, rows=outbox_rows, lease_s=lease),
             routes=routes,
             retry=retry,
             sleep=sleep,
             rng=rng,
+            owns_outbox=True,
         )
     except BaseException:
         _close(notifiers)
+        if outbox_rows is not None:
+            outbox_rows.close()
         raise

@@ -3,7 +3,9 @@
 ``Router.dispatch`` sends one notification to every channel its severity routes to. Each
 channel is tried up to ``RetryPolicy.attempts`` times with exponential backoff and jitter (the
 sleep is injectable). A delivery that still fails goes to the ``Outbox`` with its attempts and
-last error; ``Router.retry_pending`` sends those later. Nothing here raises into the caller:
+last error; ``Router.retry_pending`` sends those later (claiming them first: over PostgreSQL
+several processes drain one outbox, and what a dead one had claimed is retried by another once
+its lease runs out). Nothing here raises into the caller:
 detection must not crash because Slack is down, and no anomaly is dropped.
 
 If a channel already has an undelivered message for the same anomaly fingerprint, a new one
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from seenbefore.errors import ConfigError
+from seenbefore.errors import ConfigError, StoreError
 from seenbefore.notify.base import (
     DeliveryResult,
     EventAction,
@@ -29,7 +31,7 @@ from seenbefore.notify.base import (
     Notifier,
     SupportsClose,
 )
-from seenbefore.notify.outbox import Outbox
+from seenbefore.notify.outbox import Outbox, OutboxEntry
 from seenbefore.notify.redact import redact
 from seenbefore.retry import Backoff
 from seenbefore.types import SEVERITIES, Anomaly, Severity
@@ -38,6 +40,10 @@ if TYPE_CHECKING:
     import tenacity
 
 log = logging.getLogger(__name__)
+
+# what an outbox that cannot be read or written raises (a file, or the database)
+OUTBOX_ERRORS = (sqlite3.Error, OSError, StoreError)
+CLAIM_BATCH = 50  # outbox entries (groups, in a database) a retry pass claims at a time
 
 UNRATED = "unrated"  # route key for anomalies triage has not given a severity
 ROUTE_KEYS: tuple[str, ...] = (*SEVERITIES, UNRATED)
@@ -106,8 +112,11 @@ class Router:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        owns_outbox: bool = False,
     ) -> None:
+        """``owns_outbox``: close the outbox with the router (build_router's own outbox)."""
         self.notifiers = dict(notifiers)
+        self._owns_outbox = owns_outbox
         if routes is None:  # the defaults, limited to the channels that are configured
             routes = {k: [n for n in v if n in self.notifiers] for k, v in DEFAULT_ROUTES.items()}
         self.routes = check_routes(routes, self.notifiers)
@@ -159,8 +168,8 @@ class Router:
     def _dispatch_one(self, channel: str, message: Notification) -> DeliveryResult:
         try:
             waiting = self.outbox.count_pending(channel, message.anomaly.fingerprint)
-        except (sqlite3.Error, OSError) as exc:
-            log.error("notify outbox %s unreadable (%s); sending anyway", self.outbox.path, exc)
+        except OUTBOX_ERRORS as exc:
+            log.error("notify outbox %s unreadable (%s); sending anyway", self.outbox.location, exc)
             waiting = 0
         if waiting:
             result = DeliveryResult.failure(
@@ -233,13 +242,13 @@ class Router:
     def _keep(self, channel: str, message: Notification, result: DeliveryResult) -> None:
         try:
             entry_id = self.outbox.add(channel, message, result)
-        except (sqlite3.Error, OSError) as exc:
+        except OUTBOX_ERRORS as exc:
             # The last place the notification exists: log it whole (it holds no secrets).
             log.error(
                 "notify %s: could not keep anomaly %s in outbox %s (%s); the notification: %s",
                 channel,
                 message.anomaly.id,
-                self.outbox.path,
+                self.outbox.location,
                 exc,
                 message.to_json(),
             )
@@ -256,52 +265,74 @@ class Router:
     def retry_pending(self, *, limit: int | None = None, attempts: int = 1) -> RetryReport:
         """Send pending outbox entries again, oldest first; ``attempts`` tries each. Never raises.
 
-        After a retryable failure on a channel the rest of that channel's entries wait for the
-        next pass: the receiver is likely still down, and order per anomaly is kept.
+        Entries are claimed a batch at a time (leased from other processes where the outbox
+        is shared) and each is recorded, or given back untried. After a retryable failure on a
+        channel the rest of that channel's entries wait for the next pass: the receiver is
+        likely still down, and order per anomaly is kept. ``limit`` bounds the entries tried.
         """
-        try:
-            entries = self.outbox.pending(limit=limit)
-        except (sqlite3.Error, OSError) as exc:
-            log.error("notify outbox %s unreadable: %s", self.outbox.path, exc)
-            return RetryReport()
         attempts = max(1, attempts)
         counts = {"delivered": 0, "pending": 0, "dead": 0, "skipped": 0}
         down: set[str] = set()
-        for entry in entries:
+        seen: set[int] = set()
+        while limit is None or len(seen) < limit:
+            want = CLAIM_BATCH if limit is None else min(CLAIM_BATCH, limit - len(seen))
             try:
-                if entry.channel not in self.notifiers:
-                    self.outbox.note(
-                        entry.id,
-                        f"channel {entry.channel!r} is not configured now; configure it to send "
-                        "this entry",
-                    )
-                    counts["skipped"] += 1
-                    continue
-                if entry.channel in down:
-                    counts["skipped"] += 1
-                    continue
-                result = self._deliver(entry.channel, entry.message, attempts)
-                self.outbox.record(entry.id, result)
-            except Exception as exc:  # keep going: one bad entry must not stop the others
+                batch = self.outbox.claim(limit=want, exclude=sorted(seen))
+            except OUTBOX_ERRORS as exc:
+                log.error("notify outbox %s unreadable: %s", self.outbox.location, exc)
+                break
+            if not batch:
+                break
+            untried = []
+            for entry in batch:
+                seen.add(entry.id)
+                outcome = self._retry_one(entry, attempts, down)
+                if outcome == "untried":
+                    untried.append(entry.id)
+                    outcome = "skipped"
+                counts[outcome] += 1
+            try:
+                self.outbox.release(untried)
+            except OUTBOX_ERRORS as exc:  # their lease runs out instead
                 log.error(
-                    "notify outbox entry %d: %s", entry.id, redact(f"{type(exc).__name__}: {exc}")
+                    "notify outbox %s: could not release entries: %s", self.outbox.location, exc
                 )
-                counts["skipped"] += 1
-                continue
-            if result.ok:
-                counts["delivered"] += 1
-            elif result.retryable:
-                counts["pending"] += 1
-                down.add(entry.channel)
-            else:
-                counts["dead"] += 1
         return RetryReport(**counts)
 
+    def _retry_one(self, entry: OutboxEntry, attempts: int, down: set[str]) -> str:
+        """One claimed entry: 'delivered', 'pending', 'dead', 'skipped' (noted, not tried) or
+        'untried' (to give back)."""
+        try:
+            if entry.channel not in self.notifiers:
+                self.outbox.note(
+                    entry.id,
+                    f"channel {entry.channel!r} is not configured now; configure it to send "
+                    "this entry",
+                )
+                return "skipped"
+            if entry.channel in down:
+                return "untried"
+            result = self._deliver(entry.channel, entry.message, attempts)
+            self.outbox.record(entry.id, result)
+        except Exception as exc:  # keep going: one bad entry must not stop the others
+            log.error(
+                "notify outbox entry %d: %s", entry.id, redact(f"{type(exc).__name__}: {exc}")
+            )
+            return "untried"
+        if result.ok:
+            return "delivered"
+        if result.retryable:
+            down.add(entry.channel)
+            return "pending"
+        return "dead"
+
     def close(self) -> None:
-        """Close the notifiers that hold connections."""
+        """Close the notifiers that hold connections, and the outbox if the router owns it."""
         for notifier in self.notifiers.values():
             if isinstance(notifier, SupportsClose):
                 notifier.close()
+        if self._owns_outbox:
+            self.outbox.close()
 
     def __enter__(self) -> Self:
         return self

@@ -5,7 +5,11 @@ refused before its next token is even looked at).
 A bucket holds up to ``per_minute`` requests and refills at ``per_minute / 60`` per second, so
 a burst of a whole minute's allowance is allowed once, then the steady rate. A request that
 finds the bucket empty raises RateLimitedError with the seconds until one request is allowed
-(the Retry-After header). The clock is injectable for tests."""
+(the Retry-After header). The clock is injectable for tests.
+
+The buckets live in the process until :meth:`RateLimiter.share` hands them to a store's shared
+buckets (storage/buckets.py; on PostgreSQL a table every replica updates in one statement per
+request), so that N replicas together allow the limit once, not N times."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from seenbefore.errors import ConfigError, RateLimitedError
+from seenbefore.storage.buckets import TokenBuckets
 
 MAX_KEYS = 10_000  # buckets kept; the least recently used go first beyond this
 
@@ -43,6 +48,11 @@ class RateLimiter:
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
         self._lock = threading.Lock()
+        self._shared: TokenBuckets | None = None
+
+    def share(self, buckets: TokenBuckets | None) -> None:
+        """Keep the buckets in ``buckets`` from now on (None: in this process)."""
+        self._shared = buckets
 
     def check(self, key: str) -> None:
         """Take one from ``key``'s bucket, or raise RateLimitedError."""
@@ -53,6 +63,13 @@ class RateLimiter:
         self._take(key, 0.0)
 
     def _take(self, key: str, cost: float) -> None:
+        shared = self._shared
+        if shared is not None:
+            # one table holds every limiter's buckets: each under its setting's name
+            wait = shared.take(f"{self.setting}:{key}", cost, self.capacity, self.rate)
+            if wait > 0:
+                raise self._refused(wait)
+            return
         now = self._clock()
         with self._lock:
             bucket = self._buckets.pop(key, None) or _Bucket(self.capacity, now)
@@ -65,7 +82,10 @@ class RateLimiter:
                 bucket.tokens -= cost
                 return
             wait = (1.0 - bucket.tokens) / self.rate
-        raise RateLimitedError(
+        raise self._refused(wait)
+
+    def _refused(self, wait: float) -> RateLimitedError:
+        return RateLimitedError(
             f"more than {int(self.capacity)} {self.what}; retry in {wait:.1f} s or ask an "
             f"admin to raise {self.setting}",
             retry_after_s=wait,

@@ -1,5 +1,5 @@
 """Connections to PostgreSQL: bootstrap checks, migrations under an advisory lock, a pool, and one
-way to run a transaction (tiers set with ``SET LOCAL``, statement timeout, bounded retries).
+way to run a transaction (tiers bound by ``bind_tiers``, statement timeout, bounded retries).
 
 Every failure leaves as a :class:`~seenbefore.errors.StoreError` that names the database (never
 its password) and says what to do; an unreachable server is one the service reports not-ready.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -24,17 +24,18 @@ from seenbefore.errors import SchemaVersionError, StoreError
 from seenbefore.retry import exponential
 from seenbefore.storage.postgres.schema import (
     APP_ROLE,
-    APPEND_ONLY_SINCE,
+    BIND_FUNCTION,
+    BINDING_SETTING,
     GRANTS,
     MIGRATION_LOCK,
     MIGRATIONS,
     MIN_SERVER_VERSION,
     MIN_VECTOR_VERSION,
     OWNER_ROLE,
-    REVOKE_APPEND_ONLY,
     SCHEMA,
     WRITE_LOCK,
     bootstrap_sql,
+    revokes,
 )
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ class ServerInfo:
     vector_version: str
     iterative_scan: bool  # pgvector >= 0.8: filtered HNSW scans continue until LIMIT rows pass
     bypasses_rls: bool  # a superuser or BYPASSRLS login: policies are not enforced for it
+    # may SET ROLE to the owner: migrates, binds tiers without a key, and is no boundary
+    maintenance: bool = True
 
 
 def redact(url: str) -> str:
@@ -88,13 +91,24 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
-class Database:
-    """A pool of connections to one migrated database."""
+# One statement of the transaction's first round trip; the key travels as a bound parameter,
+# never in the statement's text (which other sessions of the same login see in pg_stat_activity).
+_BIND = sql.SQL("SELECT set_config({}, {}.{}(%s, %s, %s), true)").format(
+    sql.Literal(BINDING_SETTING), sql.Identifier(SCHEMA), sql.Identifier(BIND_FUNCTION)
+)
 
-    def __init__(self, url: str, options: PgOptions | None = None) -> None:
+
+class Database:
+    """A pool of connections to one migrated database. ``tier_key`` is what binds tiers on a
+    service login (schema.py); a maintenance login binds without one."""
+
+    def __init__(
+        self, url: str, options: PgOptions | None = None, *, tier_key: str | None = None
+    ) -> None:
         self.options = options or PgOptions()
         self.display = redact(url)
         self._url = url
+        self._tier_key = tier_key or None
         try:
             with psycopg.connect(
                 url, autocommit=True, connect_timeout=int(self.options.connect_timeout_s)
@@ -173,6 +187,12 @@ class Database:
         COMMITTED; reads run REPEATABLE READ, READ ONLY. ``owner`` runs as the owner role (DDL).
         Retried on dropped connections, serialization failures and deadlocks, at most
         ``retries`` more times, so ``fn`` must be safe to run again."""
+        if owner and not self.info.maintenance:
+            raise StoreError(
+                f"database {self.display}: this needs the schema's owner (DDL: reindex, vector"
+                " index builds), and the login is a service login, which may not SET ROLE"
+                f" {OWNER_ROLE}; run it with the maintenance login (SEENBEFORE_DATABASE_ADMIN_URL)"
+            )
         retrying = exponential(self.options.retries, self.options.retry_backoff_s).retrying(
             on_exception=lambda e: isinstance(e, RETRYABLE) and not isinstance(e, NOT_RETRYABLE),
             sleep=time.sleep,
@@ -209,8 +229,8 @@ class Database:
         with self._pool.connection() as conn:
             if tiers == () and not write and not owner:
                 return fn(conn)  # meta, blobs, quarantine: one autocommit statement
-            conn.execute(self._begin(conn, tiers, write=write, owner=owner))
             try:
+                self._begin(conn, tiers, write=write, owner=owner)
                 result = fn(conn)
             except BaseException:
                 if not conn.closed and conn.info.transaction_status != IDLE:
@@ -224,45 +244,33 @@ class Database:
         log.info("retrying after %s (attempt %d)", type(exc).__name__, state.attempt_number)
         self._pool.check()  # drop every idle connection that died with this one
 
-    @staticmethod
-    def _begin(conn: Conn, tiers: Sequence[str] | None, *, write: bool, owner: bool) -> bytes:
-        """One round trip: BEGIN, the tier settings, the writer lock, the role."""
-        parts = [
-            sql.SQL(
-                "BEGIN ISOLATION LEVEL READ COMMITTED"
+    def _begin(self, conn: Conn, tiers: Sequence[str] | None, *, write: bool, owner: bool) -> None:
+        """One round trip (a pipeline): BEGIN, the tier binding (none for ``()``: the tables
+        without tiers), the writer lock, the role."""
+        with conn.pipeline():
+            conn.execute(
+                b"BEGIN ISOLATION LEVEL READ COMMITTED"
                 if write
-                else "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-            ),
-            sql.SQL(
-                "SELECT set_config('seenbefore.tiers', {}, true),"
-                " set_config('seenbefore.all_tiers', {}, true)"
-            ).format(
-                sql.Literal(",".join(tiers or ())), sql.Literal("on" if tiers is None else "off")
-            ),
-        ]
-        if write:
-            parts.append(
-                sql.SQL("SELECT pg_advisory_xact_lock({})").format(sql.Literal(WRITE_LOCK))
+                else b"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
             )
-        if owner:
-            parts.append(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OWNER_ROLE)))
-        return sql.SQL("; ").join(parts).as_bytes(conn)
+            if tiers != ():
+                conn.execute(_BIND, (self._tier_key, list(tiers or ()), tiers is None))
+            if write:
+                conn.execute(
+                    sql.SQL("SELECT pg_advisory_xact_lock({})").format(sql.Literal(WRITE_LOCK))
+                )
+            if owner:
+                conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OWNER_ROLE)))
 
     # -- bootstrap and migrations -----------------------------------------------------------
     def _migrate(self, conn: Conn) -> ServerInfo:
+        info = self._bootstrap(conn)
+        if not info.maintenance:
+            self._check_version(conn, info)
+            return info
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
         try:
-            info = self._bootstrap(conn)
-            conn.execute(
-                "SELECT set_config('search_path', %s, false)",
-                (f"{SCHEMA}, {info.vector_schema}",),
-            )
-            version = self._schema_version(conn)
-            if version > len(MIGRATIONS):
-                raise SchemaVersionError(
-                    f"database {self.display}: schema version {version} is newer than this"
-                    f" seenbefore understands ({len(MIGRATIONS)}); upgrade seenbefore"
-                )
+            version = self._check_version(conn, info)
             for number in range(version + 1, len(MIGRATIONS) + 1):
                 with conn.transaction():
                     conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OWNER_ROLE)))
@@ -272,8 +280,8 @@ class Database:
                         )
                     conn.execute(MIGRATIONS[number - 1].encode())
                     conn.execute(GRANTS.encode())
-                    if number >= APPEND_ONLY_SINCE:
-                        conn.execute(REVOKE_APPEND_ONLY.encode())
+                    for statement in revokes(number):
+                        conn.execute(statement.encode())
                     conn.execute(
                         "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
                         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -289,6 +297,27 @@ class Database:
         finally:
             if not conn.closed:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+    def _check_version(self, conn: Conn, info: ServerInfo) -> int:
+        """The schema's version; SchemaVersionError when newer than this code, or older on a
+        service login (which cannot migrate)."""
+        conn.execute(
+            "SELECT set_config('search_path', %s, false)", (f"{SCHEMA}, {info.vector_schema}",)
+        )
+        version = self._schema_version(conn)
+        if version > len(MIGRATIONS):
+            raise SchemaVersionError(
+                f"database {self.display}: schema version {version} is newer than this"
+                f" seenbefore understands ({len(MIGRATIONS)}); upgrade seenbefore"
+            )
+        if version < len(MIGRATIONS) and not info.maintenance:
+            raise SchemaVersionError(
+                f"database {self.display}: schema version {version}, and this seenbefore needs"
+                f" {len(MIGRATIONS)}; the login is a service login (not a member of"
+                f" {OWNER_ROLE}), which never migrates: run `seenbefore database setup` with"
+                " the maintenance login (SEENBEFORE_DATABASE_ADMIN_URL) first"
+            )
+        return version
 
     def _schema_version(self, conn: Conn) -> int:
         row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.meta",)).fetchone()
@@ -318,21 +347,28 @@ class Database:
             "SELECT rolsuper, rolcreaterole, rolbypassrls FROM pg_roles WHERE rolname = session_user"
         ).fetchone()
         superuser, createrole, bypassrls = row or (False, False, False)
-        ready = self._roles_exist(conn) and bool(
+        exist = self._roles_exist(conn)
+        row = (
             conn.execute(
-                "SELECT pg_has_role(session_user, %s, 'SET') AND pg_has_role(session_user, %s,"
-                " 'USAGE')",
-                (OWNER_ROLE, APP_ROLE),
-            ).fetchone()[0]  # type: ignore[index]
+                "SELECT pg_has_role(session_user, %s, 'USAGE'), pg_has_role(session_user, %s,"
+                " 'SET')",
+                (APP_ROLE, OWNER_ROLE),
+            ).fetchone()
+            if exist
+            else None
         )
-        if not ready:
+        app, owner = (bool(row[0]), bool(row[1])) if row else (False, False)
+        if not (exist and app):
             if not (superuser or createrole):
                 raise StoreError(
                     f"database {self.display}: the login role is not set up for seenbefore; as a"
-                    f" superuser run: {self._bootstrap_hint(conn)}"
+                    f" superuser run: {self._bootstrap_hint(conn)} (or give the service its own"
+                    " login: docs/postgres.md)"
                 )
             self._create_roles(conn, superuser=bool(superuser))
-        return self._vector(conn, superuser=bool(superuser), bypass=bool(superuser or bypassrls))
+            owner = True
+        info = self._vector(conn, superuser=bool(superuser), bypass=bool(superuser or bypassrls))
+        return replace(info, maintenance=owner)
 
     @staticmethod
     def _roles_exist(conn: Conn) -> bool:

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from seenbefore.errors import StoreError
 from seenbefore.storage.base import EmbeddedVectors, StoreStats, stored_document
 from seenbefore.storage.postgres.pool import Conn
-from seenbefore.storage.postgres.schema import OWNER_ROLE
+from seenbefore.storage.postgres.schema import SCHEMA, TYPE_VECTORS_FUNCTION
 from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
 
 
@@ -62,18 +62,14 @@ def count_change(conn: Conn, changed: int, delta: int) -> None:
 
 
 def type_vectors(conn: Conn, dim: int) -> None:
-    """Give the vector column its dimension and the HNSW index (DDL, as the owner)."""
-    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OWNER_ROLE)))
+    """Give the vector column its dimension and the HNSW index: DDL the owner's function
+    (migration 5) runs, so a service login's first claim works too."""
     conn.execute(
-        sql.SQL("ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({})").format(
-            sql.Literal(dim)
-        )
+        sql.SQL("SELECT {}.{}(%s)").format(
+            sql.Identifier(SCHEMA), sql.Identifier(TYPE_VECTORS_FUNCTION)
+        ),
+        (dim,),
     )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw"
-        " (embedding vector_cosine_ops)"
-    )
-    conn.execute("SET LOCAL ROLE NONE")
 
 
 def insert_children(

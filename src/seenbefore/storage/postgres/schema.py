@@ -4,14 +4,29 @@ Roles (see :func:`bootstrap_sql`):
 
 - ``seenbefore_owner`` (NOLOGIN) owns the ``seenbefore`` schema and everything in it.
 - ``seenbefore_app`` (NOLOGIN) holds the data privileges (SELECT, INSERT, UPDATE, DELETE).
-- the LOGIN role in ``SEENBEFORE_DATABASE_URL`` is a member of ``seenbefore_app`` and a member of
-  ``seenbefore_owner`` WITH INHERIT FALSE, SET TRUE: it may ``SET ROLE`` to the owner to migrate,
-  but does not inherit ownership, so row-level security applies to everything it reads or writes.
+- the **service login** (``SEENBEFORE_DATABASE_URL`` of ``seenbefore serve``) is a member of
+  ``seenbefore_app`` only: it cannot ``SET ROLE`` to the owner, so it can neither migrate nor
+  step around row-level security.
+- the **maintenance login** (``SEENBEFORE_DATABASE_ADMIN_URL``: migrations, ingest, reindex, the
+  admin CLI) is a member of ``seenbefore_app`` and of ``seenbefore_owner`` WITH INHERIT FALSE,
+  SET TRUE: it may ``SET ROLE`` to the owner to migrate, but does not inherit ownership, so
+  row-level security applies to what it reads and writes as itself. One login given both
+  memberships (a single URL) works, and is no boundary: it can ``SET ROLE`` to the owner.
 
 Row-level security is enabled on documents, sections, chunks and vectors: a row is visible only
-when its ``access_tier`` is in the transaction's ``seenbefore.tiers`` (``set_config(..., true)``,
-i.e. ``SET LOCAL``) or when ``seenbefore.all_tiers`` is ``on`` (ingest, reindex and other
-maintenance). Unset settings match nothing.
+when its ``access_tier`` is among the tiers bound to the transaction (:data:`VISIBLE`). Since
+migration 5 the binding is not a setting the caller writes: ``bind_tiers(key, tiers, all)``
+(``SECURITY DEFINER``, owned by the owner) returns a value for ``seenbefore.binding`` that
+names the backend, the transaction's start and the tiers, sealed with a MAC under a secret only
+the owner can read (``binding_secret``); the policies call ``bound_tiers()``, which accepts the
+value only in the transaction it was issued for and only with a valid MAC. Who may bind what:
+
+- with a **tier key** (``SEENBEFORE_DATABASE_TIER_KEY``; its SHA-256 in ``tier_keys``, which
+  the app role cannot read or write): at most the key's tiers (``NULL``: every tier);
+- with no key: only a login that could ``SET ROLE`` to the owner anyway (maintenance).
+
+So a session of the service login binds nothing without a key, and with a key never more than
+the key grants, whatever it sets, calls or inserts. Unset or empty bindings match nothing.
 
 Keyword search runs in :data:`KEYWORD_FUNCTION`, a ``SECURITY DEFINER`` function owned by the owner
 (which RLS does not restrict; the tables are not FORCEd) that applies the same tier predicate
@@ -20,8 +35,10 @@ qual, and the full-text ``@@`` is not leakproof, so under RLS every keyword quer
 sequential scan (measured: 50 ms instead of 20 ms at 100k chunks, growing with the table). The
 pgvector ordering operator is unaffected, so dense search reads ``vectors`` under RLS directly.
 
-A migration is applied under ``pg_advisory_lock`` by whichever process starts first; the version is
-``meta.schema_version``. Never edit a released migration: append a new one.
+A migration is applied under ``pg_advisory_lock`` by whichever process starts first on a
+maintenance login; the version is ``meta.schema_version``. A service login never migrates: it
+refuses a schema older than this code with the command that migrates it. Never edit a released
+migration: append a new one.
 """
 
 from __future__ import annotations
@@ -35,12 +52,19 @@ MIGRATION_LOCK = 0x5EEB_0001  # pg_advisory_lock key while migrating
 WRITE_LOCK = 0x5EEB_0002  # pg_advisory_xact_lock key: one index writer at a time
 
 # Evaluated once per statement (scalar subqueries become InitPlans), not once per row.
-VISIBLE = (
+# Migration 1's predicate read two settings any session may write; migration 5 replaced it.
+VISIBLE_V1 = (
     "((SELECT current_setting('seenbefore.all_tiers', true) = 'on') IS TRUE"
     " OR access_tier = ANY ((SELECT string_to_array(current_setting('seenbefore.tiers', true),"
     " ','))::text[]))"
 )
+VISIBLE = (
+    "((SELECT '*' = ANY (seenbefore.bound_tiers())) IS TRUE"
+    " OR access_tier = ANY ((SELECT seenbefore.bound_tiers())::text[]))"
+)
 RLS_TABLES = ("documents", "sections", "chunks", "vectors")
+BINDING_SETTING = "seenbefore.binding"  # the value bind_tiers() issues, set with SET LOCAL
+ALL_TIERS = "*"  # the bound tier list of a binding that sees every tier (no tier is named so)
 
 # Keyword text as the project's tokenizer sees it: runs of letters and digits. Anything else
 # (punctuation, underscores) separates words, so PostgreSQL's parser never makes host names,
@@ -50,23 +74,31 @@ TSV = "to_tsvector('simple'::regconfig, regexp_replace(text, '[^[:alnum:]]+', ' 
 KEYWORD_FUNCTION = "keyword_hits"
 
 
-def bootstrap_sql(login_role: str, database: str) -> list[str]:
+def bootstrap_sql(
+    login_role: str, database: str, maintenance_login: str | None = None
+) -> list[str]:
     """What a DBA runs once (as a superuser, or a CREATEROLE role for all but the extension).
-    Identifiers must already be quoted."""
+    Identifiers must already be quoted. With ``maintenance_login``, ``login_role`` is the
+    service login (a member of the app role only); without, the one login gets both
+    memberships, which is no boundary (it may SET ROLE to the owner)."""
+    admin = maintenance_login or login_role
+    grants = [f"GRANT {APP_ROLE} TO {login_role}"]
+    if maintenance_login is not None:
+        grants.append(f"GRANT {APP_ROLE} TO {maintenance_login}")
     return [
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"CREATE ROLE {OWNER_ROLE} NOLOGIN",
         f"CREATE ROLE {APP_ROLE} NOLOGIN",
         f"GRANT CREATE ON DATABASE {database} TO {OWNER_ROLE}",
-        f"GRANT {APP_ROLE} TO {login_role}",
-        f"GRANT {OWNER_ROLE} TO {login_role} WITH INHERIT FALSE, SET TRUE",
+        *grants,
+        f"GRANT {OWNER_ROLE} TO {admin} WITH INHERIT FALSE, SET TRUE",
     ]
 
 
-def _rls(table: str) -> str:
+def _rls(table: str, visible: str = VISIBLE_V1) -> str:
     return (
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;\n"
-        f"CREATE POLICY {table}_tiers ON {table} USING ({VISIBLE}) WITH CHECK ({VISIBLE});\n"
+        f"CREATE POLICY {table}_tiers ON {table} USING ({visible}) WITH CHECK ({visible});\n"
     )
 
 
@@ -79,16 +111,16 @@ REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA {SCHEMA} FROM PUBLIC;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {SCHEMA} TO {APP_ROLE};
 """
 
-_KEYWORD_HITS = f"""
-CREATE FUNCTION {KEYWORD_FUNCTION}(
+_KEYWORD_HITS = """
+CREATE {replace}FUNCTION {function}(
     p_query tsquery, p_superseded boolean, p_services text[], p_from date, p_to date,
     p_exclude text[], p_limit integer, p_normalization integer
 ) RETURNS TABLE (chunk_id bigint, doc_id text, score real)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_temp AS $fn$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {schema}, pg_catalog, pg_temp AS $fn$
     WITH hits AS (
         SELECT c.id, c.doc_id, ts_rank_cd(c.tsv, p_query, p_normalization) AS s
         FROM chunks c
-        WHERE c.tsv @@ p_query AND {VISIBLE.replace("access_tier", "c.access_tier")}
+        WHERE c.tsv @@ p_query AND {visible}
           AND (p_superseded OR c.is_current)
           AND (p_services IS NULL OR c.services && p_services)
           AND (p_from IS NULL OR c.date >= p_from)
@@ -101,6 +133,16 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_
     SELECT b.id, b.doc_id, b.s FROM best b ORDER BY b.s DESC, b.doc_id LIMIT p_limit
 $fn$;
 """
+
+
+def _keyword_hits(visible: str, *, replace: bool = False) -> str:
+    return _KEYWORD_HITS.format(
+        replace="OR REPLACE " if replace else "",
+        function=KEYWORD_FUNCTION,
+        schema=SCHEMA,
+        visible=visible.replace("access_tier", "c.access_tier"),
+    )
+
 
 MIGRATIONS: list[str] = [
     # 1: documents, sections, chunks (full text), vectors (pgvector), quarantine, meta, blobs,
@@ -180,7 +222,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE blobs (key text PRIMARY KEY, value bytea NOT NULL, updated_at text NOT NULL);
     {"".join(_rls(t) for t in RLS_TABLES)}
-    {_KEYWORD_HITS}
+    {_keyword_hits(VISIBLE_V1)}
     """,
 ]
 
@@ -302,5 +344,205 @@ MIGRATIONS.append(
     # that already holds two spellings of one id still migrates (ingest reports the pair).
     """
     CREATE INDEX documents_id_folded ON documents (lower(id));
+    """
+)
+# --- migration 5 ---
+TIER_KEYS = "tier_keys"
+OWNER_ONLY_TABLES = (TIER_KEYS, "binding_secret")  # the app role may not read or write these
+OWNER_ONLY_SINCE = 5
+# GRANTS gives the app role every table; the binding's secret and the tier keys' hashes are
+# taken back each time, in the same transaction.
+REVOKE_OWNER_ONLY = f"REVOKE ALL ON {', '.join(OWNER_ONLY_TABLES)} FROM {APP_ROLE}"
+BIND_FUNCTION = "bind_tiers"
+TYPE_VECTORS_FUNCTION = "type_vectors"
+# 64 bytes from four v4 UUIDs (gen_random_uuid draws on pg_strong_random): 488 random bits
+_RANDOM_64 = "decode(replace(" + " || ".join(["gen_random_uuid()::text"] * 4) + ", '-', ''), 'hex')"
+# The binding's MAC: SHA-256(outer || SHA-256(inner || message)) with two independent random
+# keys (the nested construction HMAC is built on); the message names the backend, the
+# transaction's start and the tiers, so a value is good in its own transaction only.
+_MAC = "encode(sha256(s.outer_key || sha256(s.inner_key || convert_to({message}, 'UTF8'))), 'hex')"
+_MESSAGE = "concat_ws('|', pg_backend_pid(), extract(epoch FROM now()), {tiers})"
+
+
+def _policy(table: str, visible: str, *, replace: bool = False) -> str:
+    drop = f"DROP POLICY {table}_tiers ON {table};\n" if replace else ""
+    return (
+        f"{drop}CREATE POLICY {table}_tiers ON {table} USING ({visible}) WITH CHECK ({visible});\n"
+    )
+
+
+def revokes(version: int) -> list[str]:
+    """What to take back from the app role after GRANTS, once the schema is at ``version``."""
+    out = []
+    if version >= APPEND_ONLY_SINCE:
+        out.append(REVOKE_APPEND_ONLY)
+    if version >= OWNER_ONLY_SINCE:
+        out.append(REVOKE_OWNER_ONLY)
+    return out
+
+
+MIGRATIONS.append(
+    # 5: tiers are bound by the database, not set by the caller (see the module docstring):
+    # tier keys, the binding secret, bind_tiers() and bound_tiers(); the policies and the
+    # keyword function read bound_tiers() instead of the settings of migration 1.
+    f"""
+    CREATE TABLE {TIER_KEYS} (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        key_hash text NOT NULL UNIQUE,
+        tiers text[],
+        created_at text NOT NULL,
+        revoked_at text
+    );
+    CREATE TABLE binding_secret (
+        id integer PRIMARY KEY CHECK (id = 1),
+        inner_key bytea NOT NULL,
+        outer_key bytea NOT NULL
+    );
+    INSERT INTO binding_secret (id, inner_key, outer_key) VALUES (1, {_RANDOM_64}, {_RANDOM_64});
+    {REVOKE_OWNER_ONLY};
+
+    CREATE FUNCTION {BIND_FUNCTION}(p_key text, p_tiers text[], p_all boolean) RETURNS text
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        allowed text[];
+        bound text[];
+        message text;
+        mac text;
+    BEGIN
+        IF p_key IS NULL THEN
+            IF NOT pg_has_role(session_user, '{OWNER_ROLE}', 'SET') THEN
+                RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                    MESSAGE = format('login %s gave no tier key, and only a maintenance login'
+                        ' (one that may SET ROLE {OWNER_ROLE}) binds tiers without one',
+                        session_user),
+                    HINT = 'set SEENBEFORE_DATABASE_TIER_KEY to a key from'
+                        ' `seenbefore database key` (run with the maintenance login)';
+            END IF;
+            allowed := NULL;
+        ELSE
+            SELECT k.tiers INTO allowed FROM {TIER_KEYS} k
+             WHERE k.key_hash = encode(sha256(convert_to(p_key, 'UTF8')), 'hex')
+               AND k.revoked_at IS NULL;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                    MESSAGE = 'the tier key given is unknown or revoked',
+                    HINT = 'check SEENBEFORE_DATABASE_TIER_KEY; `seenbefore database keys` lists'
+                        ' the registered keys (maintenance login)';
+            END IF;
+        END IF;
+        IF p_all THEN
+            IF allowed IS NOT NULL THEN
+                RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                    MESSAGE = format('the tier key grants only the tiers %s, and this operation'
+                        ' reads or writes every tier', allowed),
+                    HINT = 'give this process a key for every tier, or run it with the'
+                        ' maintenance login';
+            END IF;
+            bound := ARRAY['{ALL_TIERS}'];
+        ELSE
+            bound := ARRAY(
+                SELECT u.t FROM unnest(coalesce(p_tiers, '{{}}'::text[])) WITH ORDINALITY u (t, n)
+                 WHERE u.t <> '{ALL_TIERS}' AND u.t !~ '[,|]'
+                   AND (allowed IS NULL OR u.t = ANY (allowed))
+                 ORDER BY u.n);
+        END IF;
+        message := {_MESSAGE.format(tiers="array_to_string(bound, ',')")};
+        SELECT {_MAC.format(message="message")} INTO mac FROM binding_secret s WHERE s.id = 1;
+        RETURN message || '|' || mac;
+    END
+    $fn$;
+
+    CREATE FUNCTION bound_tiers() RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        given text := current_setting('{BINDING_SETTING}', true);
+        parts text[];
+        expected text;
+    BEGIN
+        IF given IS NULL OR given = '' THEN
+            RETURN '{{}}'::text[];
+        END IF;
+        parts := string_to_array(given, '|');
+        IF coalesce(array_length(parts, 1), 0) <> 4
+           OR parts[1] <> pg_backend_pid()::text
+           OR parts[2] <> extract(epoch FROM now())::text THEN
+            RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                MESSAGE = '{BINDING_SETTING} was not issued by {BIND_FUNCTION}() for this'
+                    ' transaction';
+        END IF;
+        SELECT {_MAC.format(message="concat_ws('|', parts[1], parts[2], parts[3])")}
+          INTO expected FROM binding_secret s WHERE s.id = 1;
+        -- compared as digests, so the time taken says nothing about a forged MAC's prefix
+        IF sha256(convert_to(expected, 'UTF8')) <> sha256(convert_to(parts[4], 'UTF8')) THEN
+            RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                MESSAGE = '{BINDING_SETTING} does not carry a MAC {BIND_FUNCTION}() issued';
+        END IF;
+        RETURN string_to_array(parts[3], ',');
+    END
+    $fn$;
+
+    -- The first embedder's claim types the vector column and builds its index (DDL, as the
+    -- owner), so a service login's first ingest or approval works; it never retypes a column.
+    CREATE FUNCTION {TYPE_VECTORS_FUNCTION}(p_dim integer) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        typed integer;
+        home text;
+    BEGIN
+        SELECT a.atttypmod INTO typed FROM pg_attribute a
+         WHERE a.attrelid = '{SCHEMA}.vectors'::regclass AND a.attname = 'embedding';
+        IF p_dim IS NULL OR p_dim < 1 OR (typed <> -1 AND typed <> p_dim) THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('vectors cannot be typed for dimension %s (typed: %s)', p_dim,
+                    typed),
+                HINT = 'run `seenbefore reindex` with the maintenance login to change embedders';
+        END IF;
+        SELECT quote_ident(e.extnamespace::regnamespace::text) INTO home
+          FROM pg_extension e WHERE e.extname = 'vector';
+        EXECUTE format('ALTER TABLE vectors ALTER COLUMN embedding TYPE %s.vector(%s)', home,
+            p_dim);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw'
+            ' (embedding %s.vector_cosine_ops)', home);
+    END
+    $fn$;
+
+    {"".join(_policy(t, VISIBLE, replace=True) for t in RLS_TABLES)}
+    {_keyword_hits(VISIBLE, replace=True)}
+    """
+)
+# --- migration 6 ---
+MIGRATIONS.append(
+    # 6: what lived in files beside each process, shared by replicas here (issue 26): the
+    # notification outbox (as the SQLite outbox file, plus a lease: claimed_until), the rate
+    # limiter's token buckets, and the embedding cache (keyed as its SQLite file).
+    """
+    CREATE TABLE notify_outbox (
+        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        channel text NOT NULL,
+        anomaly_id text NOT NULL,
+        fingerprint text NOT NULL,
+        action text NOT NULL,
+        message text NOT NULL,
+        state text NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+        attempts integer NOT NULL DEFAULT 0,
+        last_status integer,
+        last_error text NOT NULL DEFAULT '',
+        created_at text NOT NULL,
+        updated_at text NOT NULL,
+        claimed_until timestamptz
+    );
+    CREATE INDEX notify_outbox_open ON notify_outbox (state, channel, fingerprint, id);
+    CREATE TABLE rate_buckets (
+        key text PRIMARY KEY,
+        tokens double precision NOT NULL,
+        updated timestamptz NOT NULL,
+        taken boolean NOT NULL
+    );
+    CREATE INDEX rate_buckets_updated ON rate_buckets (updated);
+    CREATE TABLE embedding_cache (key text PRIMARY KEY, v bytea NOT NULL);
     """
 )

@@ -14,8 +14,9 @@ document keeps chunks, vectors, keyword statistics and metadata in step. What di
   (cosine), and iterative index scans (pgvector >= 0.8) so a filter that drops most neighbours
   does not starve the result list.
 - **Access tiers are enforced by the database** with row-level security (see postgres/schema.py):
-  methods that take tiers run with exactly those tiers; maintenance (ingest, reindex, the
-  in-memory index build) runs with every tier, explicitly.
+  methods that take tiers bind exactly those tiers; maintenance (ingest, reindex, the in-memory
+  index build) binds every tier, explicitly. A service login binds only with its tier key
+  (``tier_key``), and never more than the key grants; a maintenance login binds without one.
 - Nothing is cached in the process: every call reads the database, so several processes can share
   one database; ``generation()`` is the shared counter their caches compare.
 """
@@ -69,8 +70,10 @@ class PostgresStore(JsonSettings):
     sql: PostgresSql = POSTGRES_SQL  # storage/dialect.py: the fragments its SQL differs in
     local_file: Path | None = None  # the data lives on the server
 
-    def __init__(self, url: str, *, options: PgOptions | None = None) -> None:
-        self._db = Database(url, options)
+    def __init__(
+        self, url: str, *, options: PgOptions | None = None, tier_key: str | None = None
+    ) -> None:
+        self._db = Database(url, options, tier_key=tier_key)
         self._leases = pg_tx.Leases(self._db)  # connects on first use
         self.url = self._db.display  # without the password
         self.location = self.url
@@ -78,6 +81,12 @@ class PostgresStore(JsonSettings):
     @property
     def server(self) -> ServerInfo:
         return self._db.info
+
+    @property
+    def database(self) -> Database:
+        """The pool, for the small stores that share it (storage/factory.py: the outbox, the
+        rate limiter's buckets)."""
+        return self._db
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
@@ -111,7 +120,7 @@ class PostgresStore(JsonSettings):
         replica can resume any review; ``local`` is unused."""
         from seenbefore.storage.postgres.checkpoint import postgres_checkpointer
 
-        with postgres_checkpointer(self._db.url) as saver:
+        with postgres_checkpointer(self._db.url, maintenance=self._db.info.maintenance) as saver:
             yield Checkpoints(
                 saver,
                 f"the database {self.url}",

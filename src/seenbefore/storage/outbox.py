@@ -1,0 +1,110 @@
+"""The notification outbox's rows (notify/outbox.py keeps notifications in them): the port, and
+what a row holds. Two adapters: a SQLite file beside the embedded store
+(storage/sqlite/outbox.py, each call its own connection, as before) and a table in the
+PostgreSQL database (storage/postgres/outbox.py), where replicas share the queue.
+
+Claiming is what differs. On PostgreSQL :meth:`OutboxRows.claim` takes the oldest pending rows
+with ``FOR UPDATE SKIP LOCKED`` and a lease: a replica that dies mid-send leaves them leased,
+and another takes them once the lease has run out (at-least-once: a notification whose send
+outlived the lease, or whose sender died after the receiver took it, can go out twice, with the
+same dedup key). It takes whole (channel, fingerprint) groups, oldest first, so a resolve is
+never sent by one replica while another still holds its trigger. The SQLite file has no
+leases: ``claim`` is the pending rows, as the embedded outbox always was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+OUTBOX_STATES = ("pending", "delivered", "dead")
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    """One notification for one channel, as stored (the message is its JSON text)."""
+
+    id: int
+    channel: str
+    message: str
+    state: str  # one of OUTBOX_STATES
+    attempts: int
+    last_status: int | None
+    last_error: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """What :meth:`OutboxRows.add` stores."""
+
+    channel: str
+    anomaly_id: str
+    fingerprint: str
+    action: str
+    message: str
+    state: str
+    attempts: int
+    last_status: int | None
+    last_error: str
+
+
+class OutboxRows(Protocol):
+    """Where the outbox keeps its rows. Times are ISO 8601 text the caller gives; the lease
+    runs on the store's own clock. Database errors leave as StoreError (or sqlite3.Error from
+    the file)."""
+
+    @property
+    def location(self) -> str:
+        """For messages: the file, or the database without its password."""
+        ...
+
+    @property
+    def local_file(self) -> Path | None:
+        """The SQLite file (compacted after a delete), or None in a server database."""
+        ...
+
+    def add(self, row: NewRow, now: str) -> int: ...
+
+    def record(
+        self, entry_id: int, state: str, attempts: int, status: int | None, error: str, now: str
+    ) -> bool:
+        """After another try: the state, ``attempts`` more attempts, the last status and
+        error; the lease is released. False when there is no such row."""
+        ...
+
+    def note(self, entry_id: int, error: str, now: str) -> None:
+        """Replace the last error (no attempt counted); the lease is released."""
+        ...
+
+    def requeue(self, entry_id: int, now: str) -> bool:
+        """A dead row back to pending; False when it is not a dead row."""
+        ...
+
+    def bury(self, entry_id: int, reason: str, now: str) -> None: ...
+
+    def count_pending(self, channel: str, fingerprint: str) -> int: ...
+
+    def entries(self, state: str | None, limit: int | None) -> list[OutboxRow]: ...
+
+    def claim(
+        self, limit: int | None, lease_s: float, exclude: Sequence[int] = ()
+    ) -> list[OutboxRow]:
+        """Pending rows for this caller to send, oldest first, leaving out ``exclude`` (rows a
+        pass already tried), leased for ``lease_s`` where the store shares them between
+        processes; ``limit`` counts rows in a file, whole (channel, fingerprint) groups in a
+        database."""
+        ...
+
+    def release(self, entry_ids: Sequence[int]) -> None:
+        """Give back claimed rows that were not tried."""
+        ...
+
+    def purge(self, matches: Callable[[str], bool]) -> int:
+        """Delete the rows whose message ``matches``; how many."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,178 @@
+"""The outbox rows in a SQLite file (``<home>/outbox.sqlite``): each call opens and closes its
+own connection, so one file can be shared by the detector and a separate retry job. No leases:
+``claim`` is the pending rows (storage/outbox.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+from seenbefore.errors import ConfigError
+from seenbefore.storage.outbox import NewRow, OutboxRow
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS notify_outbox (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel     TEXT NOT NULL,
+    anomaly_id  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    state       TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    last_status INTEGER,
+    last_error  TEXT NOT NULL DEFAULT '',
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notify_outbox_open ON notify_outbox (state, channel, fingerprint);
+"""
+COLUMNS = "id, channel, message, state, attempts, last_status, last_error, created_at, updated_at"
+
+
+class SqliteOutboxRows:
+    """The ``notify_outbox`` table in the SQLite file at ``path``; created when missing unless
+    ``create`` is False (a purge does not make a file that was not there)."""
+
+    local_file: Path | None
+
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+        self.path = Path(path)
+        self.local_file = self.path
+        self.location = str(self.path)
+        if not create:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as conn:
+                conn.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"notify outbox {self.path}: cannot open it as SQLite ({exc}); "
+                "point the outbox at a writable file, e.g. <home>/outbox.sqlite"
+            ) from exc
+
+    @contextmanager
+    def _connect(self, timeout: float = 10.0) -> Iterator[sqlite3.Connection]:
+        with closing(sqlite3.connect(self.path, timeout=timeout)) as conn, conn:
+            yield conn
+
+    def add(self, row: NewRow, now: str) -> int:
+        with self._connect() as conn:
+            cursor = conn.execute(
+                "INSERT INTO notify_outbox (channel, anomaly_id, fingerprint, action, message,"
+                " state, attempts, last_status, last_error, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.channel,
+                    row.anomaly_id,
+                    row.fingerprint,
+                    row.action,
+                    row.message,
+                    row.state,
+                    row.attempts,
+                    row.last_status,
+                    row.last_error,
+                    now,
+                    now,
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def record(
+        self, entry_id: int, state: str, attempts: int, status: int | None, error: str, now: str
+    ) -> bool:
+        with self._connect() as conn:
+            return bool(
+                conn.execute(
+                    "UPDATE notify_outbox SET state = ?, attempts = attempts + ?,"
+                    " last_status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+                    (state, attempts, status, error, now, entry_id),
+                ).rowcount
+            )
+
+    def note(self, entry_id: int, error: str, now: str) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE notify_outbox SET last_error = ?, updated_at = ? WHERE id = ?",
+                (error, now, entry_id),
+            )
+
+    def requeue(self, entry_id: int, now: str) -> bool:
+        with self._connect() as conn:
+            return bool(
+                conn.execute(
+                    "UPDATE notify_outbox SET state = 'pending', updated_at = ?"
+                    " WHERE id = ? AND state = 'dead'",
+                    (now, entry_id),
+                ).rowcount
+            )
+
+    def bury(self, entry_id: int, reason: str, now: str) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE notify_outbox SET state = 'dead', last_error = ?, updated_at = ?"
+                " WHERE id = ?",
+                (reason, now, entry_id),
+            )
+
+    def count_pending(self, channel: str, fingerprint: str) -> int:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM notify_outbox"
+                " WHERE state = 'pending' AND channel = ? AND fingerprint = ?",
+                (channel, fingerprint),
+            ).fetchone()
+        return int(row[0])
+
+    def entries(self, state: str | None, limit: int | None) -> list[OutboxRow]:
+        where, params = ("WHERE state = ?", [state]) if state else ("", [])
+        sql = f"SELECT {COLUMNS} FROM notify_outbox {where} ORDER BY id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._connect() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [_row(r) for r in rows]
+
+    def claim(
+        self, limit: int | None, lease_s: float, exclude: Sequence[int] = ()
+    ) -> list[OutboxRow]:
+        skip = set(exclude)
+        found = [r for r in self.entries("pending", None) if r.id not in skip]
+        return found if limit is None else found[:limit]
+
+    def release(self, entry_ids: Sequence[int]) -> None:
+        return None  # nothing is leased in the file
+
+    def purge(self, matches: Callable[[str], bool]) -> int:
+        """A missing file, or a file without the table, holds none."""
+        if not self.path.is_file():
+            return 0
+        with self._connect(timeout=30.0) as conn:
+            try:
+                rows = conn.execute("SELECT id, message FROM notify_outbox").fetchall()
+            except sqlite3.OperationalError:  # not an outbox (no such table)
+                return 0
+            doomed = [int(r[0]) for r in rows if matches(r[1])]
+            conn.executemany("DELETE FROM notify_outbox WHERE id = ?", [(i,) for i in doomed])
+        return len(doomed)
+
+    def close(self) -> None:
+        return None  # every call closed its own connection
+
+
+def _row(r: Any) -> OutboxRow:
+    return OutboxRow(
+        id=int(r[0]),
+        channel=str(r[1]),
+        message=str(r[2]),
+        state=str(r[3]),
+        attempts=int(r[4]),
+        last_status=None if r[5] is None else int(r[5]),
+        last_error=str(r[6]),
+        created_at=str(r[7]),
+        updated_at=str(r[8]),
+    )

@@ -95,9 +95,7 @@ class Replay:
     ) -> list[dict[str, Any]]:
         first = max(0, math.ceil((start - T0) / STEP))
         last = min(len(self.x) - 1, math.floor((end - T0) / STEP))
-        values = [
-            [(T0 + i * STEP).timestamp(), f"{self.x[i]:.4f}"] for i in range(first, last + 1)
-        ]
+        values = [[(T0 + i * STEP).timestamp(), f"{self.x[i]:.4f}"] for i in range(first, last + 1)]
         return [{"metric": {"__name__": "load", "service": "svc"}, "values": values}]
 
 

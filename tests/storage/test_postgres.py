@@ -278,3 +278,19 @@ def test_a_server_that_goes_away_is_a_store_error_not_a_crash() -> None:
         store.list_ids()
     assert time.perf_counter() - clock < 30
     store.close()
+
+
+def test_the_change_log_is_read_only_by_maintenance(pg: PostgresStore, pg_url: str) -> None:
+    """A restricted document's id is in the change log: only a transaction holding every tier
+    (the index's maintenance reads) sees it; a caller's tiers see no entry at all."""
+    put(pg, "SECRET", "quasar nebula", access_tier="restricted")
+    with raw(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM changes").fetchone() == (0,)
+        with conn.transaction():
+            conn.execute("SELECT set_config('seenbefore.tiers', 'general,restricted', true)")
+            assert conn.execute("SELECT count(*) FROM changes").fetchone() == (0,)
+        with conn.transaction():
+            conn.execute("SELECT set_config('seenbefore.all_tiers', 'on', true)")
+            found = conn.execute("SELECT doc_id FROM changes WHERE kind = 'document'")
+            assert found.fetchall() == [("SECRET",)]
+    assert pg.changes_since(0) is not None

@@ -5,7 +5,7 @@ filter columns copied onto chunks and vectors in step, and reading documents bac
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,14 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.base import EmbeddedVectors, StoreStats, stored_document
+from seenbefore.storage.base import (
+    CHANGE_LOG_GENERATIONS,
+    CorpusChanges,
+    EmbeddedVectors,
+    StoreStats,
+    changes_from_log,
+    stored_document,
+)
 from seenbefore.storage.postgres.pool import Conn
 from seenbefore.storage.postgres.schema import OWNER_ROLE
 from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
@@ -41,8 +48,51 @@ def filter_sql(filters: SearchFilters, *, alias: str) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-def bump(conn: Conn) -> None:
-    conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+def bump(
+    conn: Conn,
+    doc_ids: Collection[str] = (),
+    status_ids: Collection[str] = (),
+    *,
+    everything: bool = False,
+) -> None:
+    """Move the corpus generation and record what this write changed in the change log
+    (migration 5): documents written or deleted (``doc_ids``), documents whose supersession it
+    may have moved (``status_ids``), 'none' when neither, 'all' with ``everything``; entries
+    older than CHANGE_LOG_GENERATIONS generations are dropped. Runs server-side, one statement
+    each, so it pipelines."""
+    written = sorted(set(doc_ids))
+    moved = sorted(set(status_ids) - set(doc_ids))
+    kinds = ["document"] * len(written) + ["status"] * len(moved)
+    ids = written + moved
+    if everything or not ids:
+        kinds, ids = ["all" if everything else "none"], [""]
+    conn.execute(
+        "WITH g AS (UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'"
+        " RETURNING value::bigint AS generation)"
+        " INSERT INTO changes (generation, kind, doc_id)"
+        " SELECT g.generation, e.kind, e.doc_id FROM g, unnest(%s::text[], %s::text[])"
+        " AS e (kind, doc_id)",
+        (kinds, ids),
+    )
+    conn.execute(
+        "DELETE FROM changes WHERE generation <= (SELECT value::bigint FROM meta"
+        " WHERE key = 'generation') - %s",
+        (CHANGE_LOG_GENERATIONS,),
+    )
+
+
+def changes_since(conn: Conn, since: int) -> CorpusChanges | None:
+    """The change log after ``since`` with the generation it reaches (the caller's one
+    REPEATABLE READ transaction: a snapshot)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    generation = int(row[0]) if row else 0
+    if since >= generation:
+        return changes_from_log(since, generation, [])
+    entries = conn.execute(
+        "SELECT generation, kind, doc_id FROM changes WHERE generation > %s AND generation <= %s",
+        (since, generation),
+    ).fetchall()
+    return changes_from_log(since, generation, [(int(r[0]), r[1], r[2]) for r in entries])
 
 
 def bump_settings(conn: Conn) -> None:
@@ -293,7 +343,7 @@ def load_vectors(
         (name, str(dim)),
     )
     if dim == 0:
-        bump(conn)
+        bump(conn, everything=True)
         return
     conn.execute(
         sql.SQL("ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({})").format(
@@ -319,7 +369,7 @@ def load_vectors(
         )
     conn.execute("CREATE INDEX vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)")
     conn.execute("ANALYZE vectors")
-    bump(conn)
+    bump(conn, everything=True)
 
 
 def superseder(conn: Conn, doc_id: str, tiers: Sequence[str]) -> str | None:

@@ -304,3 +304,23 @@ MIGRATIONS.append(
     CREATE INDEX documents_id_folded ON documents (lower(id));
     """
 )
+# --- migration 5 ---
+MIGRATIONS.append(
+    # 5: the change log (as SQLite migration 6): every corpus write records the documents it wrote
+    # or deleted under its generation, so a replica's index applies them instead of rebuilding
+    # (Store.changes_since). Document ids are tier-walled like the rows they name: only a
+    # maintenance transaction (every tier) reads the log; any write may append to it and prune it.
+    """
+    CREATE TABLE changes (
+        generation bigint NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('document', 'status', 'none', 'all')),
+        doc_id text NOT NULL DEFAULT '',
+        PRIMARY KEY (generation, kind, doc_id)
+    );
+    ALTER TABLE changes ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY changes_read ON changes FOR SELECT
+        USING ((SELECT current_setting('seenbefore.all_tiers', true) = 'on') IS TRUE);
+    CREATE POLICY changes_append ON changes FOR INSERT WITH CHECK (true);
+    CREATE POLICY changes_prune ON changes FOR DELETE USING (true);
+    """
+)

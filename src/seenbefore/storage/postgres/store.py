@@ -36,6 +36,7 @@ from seenbefore.storage.base import (
     Checkpoints,
     ChunkHit,
     ChunkRows,
+    CorpusChanges,
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
@@ -183,9 +184,16 @@ class PostgresStore(JsonSettings):
                 pgrows.insert_document(conn, pm, now)
                 pgrows.insert_children(conn, pm, chunks, vectors, self._claim_embedder)
                 pgrows.count_change(conn, removed + len(chunks), len(chunks) - removed)
-                affected = {pm.id, pm.supersedes, old[1] if old else None, *gone}
+                affected = {
+                    pm.id,
+                    pm.supersedes,
+                    old[1] if old else None,
+                    *(superseded for _, superseded in gone),
+                }
                 pgrows.refresh_supersession(conn, [a for a in affected if a])
-                pgrows.bump(conn)
+                # the change log: this document and the case variants it took over; those
+                # whose supersession it may move
+                pgrows.bump(conn, [pm.id, *(v for v, _ in gone)], [a for a in affected if a])
             return "updated" if old is not None or gone else "added"
 
         return self._db.run(write, tiers=None, write=True)
@@ -203,7 +211,7 @@ class PostgresStore(JsonSettings):
             pgrows.count_change(conn, removed, -removed)
             if found[0]:
                 pgrows.refresh_supersession(conn, [found[0]])
-            pgrows.bump(conn)
+            pgrows.bump(conn, [doc_id], [found[0]] if found[0] else [])
 
         self._db.run(write, tiers=None, write=True)
 
@@ -223,8 +231,23 @@ class PostgresStore(JsonSettings):
         stored, docs = self._db.run(read, tiers=visible)
         return visible_document(docs, stored, tiers)
 
-    def supersede_rows(self) -> list[SupersedeRow]:
-        return self._db.run(pg_reads.supersede_rows, tiers=None)
+    def supersede_rows(self, doc_ids: Sequence[str] | None = None) -> list[SupersedeRow]:
+        wanted = None if doc_ids is None else list(doc_ids)
+        return self._db.run(lambda c: pg_reads.supersede_rows(c, wanted), tiers=None)
+
+    def erase_from_change_log(self, doc_id: str) -> None:
+        def write(conn: Conn) -> None:
+            conn.execute(
+                "INSERT INTO changes (generation, kind, doc_id) SELECT DISTINCT generation,"
+                " 'all', '' FROM changes WHERE doc_id = %s ON CONFLICT DO NOTHING",
+                (doc_id,),
+            )
+            conn.execute("DELETE FROM changes WHERE doc_id = %s", (doc_id,))
+
+        self._db.run(write, tiers=None, write=True)
+
+    def changes_since(self, generation: int) -> CorpusChanges | None:
+        return self._db.run(lambda c: pgrows.changes_since(c, generation), tiers=None)
 
     def _as_seen(self, filters: SearchFilters) -> SearchFilters:
         return pg_search.as_seen(self._db, filters)
@@ -273,18 +296,25 @@ class PostgresStore(JsonSettings):
 
         self._db.run(write, tiers=None, write=True, owner=True)
 
-    def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(chunk ids, matrix) for every chunk that has a vector, ordered by chunk id."""
+    def vectors(
+        self, chunk_ids: Sequence[int] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(chunk ids, matrix) for every chunk that has a vector (or those of ``chunk_ids``),
+        ordered by chunk id."""
         info = self.embedder_info()
         dim = info[1] if info else 0
-        return self._db.run(lambda c: pg_reads.vectors(c, dim), tiers=None)
+        wanted = None if chunk_ids is None else [int(c) for c in chunk_ids]
+        return self._db.run(lambda c: pg_reads.vectors(c, dim, wanted), tiers=None)
 
-    def chunk_rows(self) -> ChunkRows:
-        """Every chunk's id, document id and text, grouped by document (for in-memory indexes)."""
-        return self._db.run(pg_reads.chunk_rows, tiers=None)
+    def chunk_rows(self, doc_ids: Sequence[str] | None = None) -> ChunkRows:
+        """Every chunk's id, document id and text (or those of ``doc_ids``), grouped by
+        document (for in-memory indexes)."""
+        wanted = None if doc_ids is None else list(doc_ids)
+        return self._db.run(lambda c: pg_reads.chunk_rows(c, wanted), tiers=None)
 
-    def document_rows(self) -> DocumentRows:
-        return self._db.run(pg_reads.document_rows, tiers=None)
+    def document_rows(self, doc_ids: Sequence[str] | None = None) -> DocumentRows:
+        wanted = None if doc_ids is None else list(doc_ids)
+        return self._db.run(lambda c: pg_reads.document_rows(c, wanted), tiers=None)
 
     def get_meta(self, key: str) -> str | None:
         value = self._value("SELECT value FROM meta WHERE key = %s", (key,))

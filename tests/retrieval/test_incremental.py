@@ -22,7 +22,7 @@ from seenbefore.config import Settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
-from seenbefore.retrieval import updates
+from seenbefore.retrieval import neighbours, updates
 from seenbefore.retrieval.bm25 import BM25Index
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import HashingEmbedder
@@ -165,10 +165,13 @@ def same_answers(followed: KnowledgeBase, store: Store, home: Path) -> None:
     assert followed.index().neighbour_cosine() == fresh.index().neighbour_cosine()
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(("seed", "sample"), [(1, neighbours.SAMPLE), (2, 4)])
 def test_an_updated_index_answers_exactly_as_a_fresh_build(
-    store: Store, tmp_path: Path, seed: int
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, sample: int
 ) -> None:
+    """``sample`` 4: fewer documents than there are, so writes move documents in and out of
+    the neighbour sample."""
+    monkeypatch.setattr(neighbours, "SAMPLE", sample)
     rng = random.Random(seed)
     ids: list[str] = []
     serial = [0]

@@ -189,7 +189,8 @@ class CorpusIndex:
         if not len(ids):
             return
         dense, has = aligned(self.chunk_ids, ids, matrix)
-        self.dense_rows, self.dense = DenseRows(matrix.shape[1], len(dense)).appended(0, dense)
+        room = len(dense) + max(1024, len(dense) // 8)  # appends write here, not into a copy
+        self.dense_rows, self.dense = DenseRows(matrix.shape[1], room).appended(0, dense)
         self.has_vector, self.dense_name = has, info[0]
         self.neighbours = Neighbours.compute(self.layout())
 

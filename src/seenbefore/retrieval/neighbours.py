@@ -83,23 +83,33 @@ class Neighbours:
 
     def updated(self, layout: Layout, appended: IntArray) -> Neighbours:
         """The sample of ``layout`` (this sample's index with ``appended`` chunk positions
-        added and some documents tombstoned), reusing each kept document's best."""
+        added and some documents tombstoned), reusing each kept document's best: it is
+        compared with the appended chunks only (a dot product is the same whichever side
+        the einsum runs over)."""
         valid = layout.valid
-        fresh = appended[valid[appended]]
         out: dict[int, tuple[float, int]] = {}
+        kept: list[int] = []
         for doc in sample(layout):
-            kept = self.best.get(doc)
-            if kept is None or (kept[1] >= 0 and not valid[kept[1]]):
-                out[doc] = _best(layout, valid, doc)
-                continue
-            best, at = kept
-            others = fresh[layout.chunk_doc[fresh] != doc]
-            if len(others):
-                sims = cosines(layout.dense, others, layout.dense[layout.doc_starts[doc]])
-                top = int(np.argmax(sims))
-                if sims[top] > best:
-                    best, at = float(sims[top]), int(others[top])
-            out[doc] = (best, at)
+            before = self.best.get(doc)
+            if before is None or (before[1] >= 0 and not valid[before[1]]):
+                out[doc] = _best(layout, valid, doc)  # new to the sample, or its best is gone
+            else:
+                out[doc] = before
+                kept.append(doc)
+        fresh = appended[valid[appended]]
+        if kept and len(fresh):
+            docs = np.asarray(kept, dtype=np.int64)
+            firsts = np.ascontiguousarray(layout.dense[layout.doc_starts[docs]])
+            best = np.asarray([out[d][0] for d in kept], dtype=np.float64)
+            at = np.asarray([out[d][1] for d in kept], dtype=np.int64)
+            for row in fresh.tolist():
+                sims = cosines(firsts, None, layout.dense[row])
+                better = (sims > best) & (docs != layout.chunk_doc[row])
+                best[better], at[better] = sims[better], row
+            out.update(
+                (d, (float(b), int(a)))
+                for d, b, a in zip(kept, best.tolist(), at.tolist(), strict=True)
+            )
         return Neighbours(out)
 
     def moved(self, doc_map: IntArray, chunk_map: IntArray) -> Neighbours:

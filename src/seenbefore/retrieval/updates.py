@@ -128,7 +128,7 @@ def _updated(
     n_docs, n_chunks = index.n_docs, len(index.chunk_ids)
     dead = np.asarray(plan.dead, dtype=np.int64)
     # document arrays: copied (a search on the old index may be reading them), then changed
-    tiers = [*index.tiers.tolist(), *(docs.tiers[i] for i in added)]  # str: no width to cut
+    tiers = widened(index.tiers, [docs.tiers[i] for i in added], docs.tiers)
     current = np.concatenate([index.current, np.asarray([docs.current[i] for i in added], bool)])
     dates = np.concatenate([index.dates, ordinals([docs.dates[i] for i in added])])
     signals = [*index.doc_signals, *(tuple(docs.signals[i]) for i in added)]
@@ -158,10 +158,14 @@ def _updated(
         document_fields(new.texts[s - n_chunks : s - n_chunks + c])
         for s, c in zip(starts.tolist(), counts.tolist(), strict=True)
     ]
-    return CorpusIndex(
+    position = dict(index.position)  # the new index's, without a pass over every id
+    for at in plan.dead:
+        del position[index.doc_ids[at]]
+    position.update((d, n_docs + k) for k, d in enumerate(plan.appended))
+    updated = CorpusIndex(
         generation=generation,
         doc_ids=[*index.doc_ids, *plan.appended],
-        tiers=np.asarray(tiers, dtype=np.str_),
+        tiers=tiers,
         current=current,
         dates=dates,
         services=services,
@@ -177,6 +181,8 @@ def _updated(
         doc_hash=np.concatenate([index.doc_hash, id_hashes(plan.appended)]),
         dense_name=index.dense_name,
     )
+    updated._position = position
+    return updated
 
 
 def _append_vectors(
@@ -201,6 +207,13 @@ def _append_vectors(
     appended = np.arange(used, used + len(rows), dtype=np.int64)
     if old.neighbours is not None:
         new.neighbours = old.neighbours.updated(new.layout(), appended)
+
+
+def widened(values: npt.NDArray[np.str_], more: list[str], fits: list[str]) -> npt.NDArray[np.str_]:
+    """``values`` then ``more``, in a copy wide enough for every string of ``fits`` too (one
+    changed in place must not be cut to the old width)."""
+    width = max([values.dtype.itemsize // 4, 1, *(len(s) for s in (*more, *fits))])
+    return np.concatenate([values.astype(f"<U{width}"), np.asarray(more, dtype=f"<U{width}")])
 
 
 def ranges(starts: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

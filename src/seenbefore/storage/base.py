@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -226,12 +226,6 @@ class Store(ServiceStore, Protocol):
 
     def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
 
-    def sparse_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Best chunk per document for OR-joined ``terms``, pre-filtered, best first."""
-        ...
-
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
 
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int: ...
@@ -308,6 +302,24 @@ class Store(ServiceStore, Protocol):
     def generations(self) -> tuple[int, int]:
         """(corpus generation, settings generation) in one read: what a search checks."""
         ...
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """A store that keeps a keyword index of its own (SQLite's FTS5, the transactional record
+    of the text): not part of :class:`Store`, since product search ranks with the knowledge
+    base's in-memory index on every backend and PostgreSQL keeps none
+    (``seenbefore.sparse_search`` uses it; benchmarks time it)."""
+
+    def sparse_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[ChunkHit]:
+        """Best chunk per document for OR-joined ``terms``, pre-filtered, best first."""
+        ...
+
+    def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
+
+    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
 
 
 def utc_now() -> str:

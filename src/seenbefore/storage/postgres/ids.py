@@ -27,8 +27,7 @@ def take_over(
     if any(v[0] not in replaces for v in variants):
         raise id_case_clash(doc_id)
     for variant, _ in variants:
-        removed = pgrows.delete_rows(conn, variant)
-        pgrows.count_change(conn, removed, -removed)
+        pgrows.count_change(conn, pgrows.delete_rows(conn, variant))
     old = conn.execute(
         "SELECT content_hash, supersedes, source FROM documents WHERE id = %s", (doc_id,)
     ).fetchone()

@@ -1,6 +1,6 @@
 """The statements one PostgreSQL store transaction runs: writing a document's rows (sections,
-chunks with their keyword statistics, vectors), deleting them, keeping supersession and the
-filter columns copied onto chunks and vectors in step, and reading documents back."""
+chunks, vectors), deleting them, keeping supersession in step, the change log, and reading
+documents back."""
 
 from __future__ import annotations
 
@@ -24,28 +24,7 @@ from seenbefore.storage.base import (
 )
 from seenbefore.storage.postgres.pool import Conn
 from seenbefore.storage.postgres.schema import OWNER_ROLE
-from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
-
-
-def filter_sql(filters: SearchFilters, *, alias: str) -> tuple[str, list[Any]]:
-    """A WHERE clause over the denormalised filter columns of chunks / vectors."""
-    clauses = [f"{alias}.access_tier = ANY (%s)"]
-    params: list[Any] = [list(filters.tiers)]
-    if not filters.include_superseded:
-        clauses.append(f"{alias}.is_current")
-    if filters.services:
-        clauses.append(f"{alias}.services && %s::text[]")
-        params.append(list(filters.services))
-    if filters.date_from is not None:
-        clauses.append(f"{alias}.date >= %s")
-        params.append(filters.date_from)
-    if filters.date_to is not None:
-        clauses.append(f"{alias}.date <= %s")
-        params.append(filters.date_to)
-    if filters.exclude_ids:
-        clauses.append(f"{alias}.doc_id <> ALL (%s)")
-        params.append(list(filters.exclude_ids))
-    return " AND ".join(clauses), params
+from seenbefore.types import Chunk, Postmortem, Section, StoredDocument
 
 
 def bump(
@@ -103,25 +82,22 @@ def bump_settings(conn: Conn) -> None:
     )
 
 
-def count_change(conn: Conn, changed: int, delta: int) -> None:
+def count_change(conn: Conn, changed: int) -> None:
+    """Chunks written or deleted (LSA staleness reads the running count)."""
     conn.execute(
-        "UPDATE meta SET value = (value::bigint + CASE key WHEN 'chunks_changed' THEN %s"
-        " ELSE %s END)::text WHERE key IN ('chunks_changed', 'chunk_count')",
-        (changed, delta),
+        "UPDATE meta SET value = (value::bigint + %s)::text WHERE key = 'chunks_changed'",
+        (changed,),
     )
 
 
 def type_vectors(conn: Conn, dim: int) -> None:
-    """Give the vector column its dimension and the HNSW index (DDL, as the owner)."""
+    """Give the vector column its dimension, so a vector of another one is refused (DDL, as
+    the owner). No index: searches read the vectors into each replica's memory."""
     conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(OWNER_ROLE)))
     conn.execute(
         sql.SQL("ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({})").format(
             sql.Literal(dim)
         )
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw"
-        " (embedding vector_cosine_ops)"
     )
     conn.execute("SET LOCAL ROLE NONE")
 
@@ -148,75 +124,37 @@ def insert_children(
                 (len(chunks),),
             ).fetchall()
         ]
-        current = pm.status == "current"
         cur.executemany(
             "INSERT INTO chunks (id, doc_id, section_key, section_heading, section_position,"
-            " position, text, access_tier, is_current, date, services)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " position, text, access_tier) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
             [
-                (
-                    i,
-                    c.doc_id,
-                    c.section_key,
-                    c.section_heading,
-                    c.section_position,
-                    c.position,
-                    c.text,
-                    pm.access_tier,
-                    current,
-                    pm.date,
-                    list(pm.services),
-                )
+                (i, c.doc_id, c.section_key, c.section_heading, c.section_position, c.position,
+                 c.text, pm.access_tier)
                 for i, c in zip(ids, chunks, strict=True)
             ],
-        )
-        conn.execute(
-            "INSERT INTO lexemes (word, ndoc) SELECT u.lexeme, count(*) FROM chunks c,"
-            " unnest(c.tsv) u WHERE c.doc_id = %s GROUP BY u.lexeme ON CONFLICT (word)"
-            " DO UPDATE SET ndoc = lexemes.ndoc + excluded.ndoc",
-            (pm.id,),
-        )
+        )  # fmt: skip
         if vectors is not None:
             claim(conn, vectors.name, int(vectors.matrix.shape[1]))
             cur.executemany(
-                "INSERT INTO vectors (chunk_id, doc_id, access_tier, is_current, date, services,"
-                " embedding) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                "INSERT INTO vectors (chunk_id, doc_id, access_tier, embedding)"
+                " VALUES (%s, %s, %s, %s)",
                 [
-                    (
-                        i,
-                        pm.id,
-                        pm.access_tier,
-                        current,
-                        pm.date,
-                        list(pm.services),
-                        np.asarray(v, dtype=np.float32),
-                    )
+                    (i, pm.id, pm.access_tier, np.asarray(v, dtype=np.float32))
                     for i, v in zip(ids, vectors.matrix, strict=True)
                 ],
             )
 
 
 def delete_rows(conn: Conn, doc_id: str) -> int:
-    """Delete a document (sections, chunks and vectors cascade) and its keyword statistics;
-    returns how many chunks it had."""
-    gone = conn.execute(
-        "WITH s AS (SELECT u.lexeme AS word, count(*) AS n FROM chunks c, unnest(c.tsv) u"
-        " WHERE c.doc_id = %s GROUP BY u.lexeme)"
-        " UPDATE lexemes l SET ndoc = l.ndoc - s.n FROM s WHERE l.word = s.word"
-        " RETURNING l.word, l.ndoc",
-        (doc_id,),
-    ).fetchall()
-    empty = [w for w, n in gone if n <= 0]
-    if empty:
-        conn.execute("DELETE FROM lexemes WHERE word = ANY (%s)", (empty,))
+    """Delete a document (sections, chunks and vectors cascade); returns how many chunks it
+    had."""
     row = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = %s", (doc_id,)).fetchone()
     conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
     return int(row[0]) if row else 0
 
 
 def refresh_supersession(conn: Conn, doc_ids: Sequence[str]) -> None:
-    """Recompute who supersedes each of ``doc_ids``, their effective status, and the status
-    copied onto their chunks and vectors (the columns searches filter on)."""
+    """Recompute who supersedes each of ``doc_ids`` and their effective status."""
     ids = list(doc_ids)
     conn.execute(
         "UPDATE documents d SET superseded_by = (SELECT s.id FROM documents s"
@@ -229,15 +167,6 @@ def refresh_supersession(conn: Conn, doc_ids: Sequence[str]) -> None:
         " OR superseded_by IS NOT NULL THEN 'superseded' ELSE 'current' END WHERE id = ANY (%s)",
         (ids,),
     )
-    for table, key in (("chunks", "doc_id"), ("vectors", "doc_id")):
-        conn.execute(
-            sql.SQL(
-                "UPDATE {t} x SET is_current = (d.effective_status = 'current') FROM documents d"
-                " WHERE d.id = x.{k} AND x.{k} = ANY (%s)"
-                " AND x.is_current IS DISTINCT FROM (d.effective_status = 'current')"
-            ).format(t=sql.Identifier(table), k=sql.Identifier(key)),
-            (ids,),
-        )
 
 
 def documents(conn: Conn, doc_ids: list[str]) -> dict[str, StoredDocument]:
@@ -322,21 +251,14 @@ def write_table_rows(
 
 
 def load_vectors(
-    conn: Conn,
-    name: str,
-    chunk_ids: Sequence[int],
-    matrix: npt.NDArray[np.float32],
-    *,
-    build_memory: str,
+    conn: Conn, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
 ) -> None:
-    """Replace every vector (COPY into a temporary table, one INSERT with the filter columns),
-    type the column for this dimension and build the HNSW index after the load. Runs as the
-    owner (DDL); the statement timeout does not apply to this maintenance."""
+    """Replace every vector (COPY into a temporary table, one INSERT with each chunk's document
+    and tier, which row-level security reads) and type the column for this dimension. Runs as
+    the owner (DDL); the statement timeout does not apply to this maintenance."""
     dim = int(matrix.shape[1]) if len(matrix) else 0
     conn.execute("SELECT set_config('statement_timeout', '0', true)")
-    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (build_memory,))
     conn.execute("DELETE FROM vectors")
-    conn.execute("DROP INDEX IF EXISTS vectors_hnsw")
     conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('embedder_name', %s), ('embedder_dim', %s)",
@@ -358,16 +280,15 @@ def load_vectors(
         for chunk_id, vector in zip(chunk_ids, matrix, strict=True):
             copy.write_row((int(chunk_id), np.asarray(vector, dtype=np.float32)))
     done = conn.execute(
-        "INSERT INTO vectors (chunk_id, doc_id, access_tier, is_current, date, services,"
-        " embedding) SELECT c.id, c.doc_id, c.access_tier, c.is_current, c.date,"
-        " c.services, i.embedding FROM incoming i JOIN chunks c ON c.id = i.chunk_id"
+        "INSERT INTO vectors (chunk_id, doc_id, access_tier, embedding)"
+        " SELECT c.id, c.doc_id, c.access_tier, i.embedding FROM incoming i"
+        " JOIN chunks c ON c.id = i.chunk_id"
     )
     if done.rowcount != len(chunk_ids):
         raise StoreError(
             f"{len(chunk_ids) - done.rowcount} of {len(chunk_ids)} chunk ids are not in"
             " the store; embed the chunks `chunk_rows()` returns"
         )
-    conn.execute("CREATE INDEX vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)")
     conn.execute("ANALYZE vectors")
     bump(conn, everything=True)
 

@@ -1,4 +1,4 @@
-"""Roles, versioned forward-only migrations and search functions for the PostgreSQL store.
+"""Roles and versioned forward-only migrations for the PostgreSQL store.
 
 Roles (see :func:`bootstrap_sql`):
 
@@ -13,12 +13,12 @@ when its ``access_tier`` is in the transaction's ``seenbefore.tiers`` (``set_con
 i.e. ``SET LOCAL``) or when ``seenbefore.all_tiers`` is ``on`` (ingest, reindex and other
 maintenance). Unset settings match nothing.
 
-Keyword search runs in :data:`KEYWORD_FUNCTION`, a ``SECURITY DEFINER`` function owned by the owner
-(which RLS does not restrict; the tables are not FORCEd) that applies the same tier predicate
-itself. It has to: PostgreSQL never uses an index for a non-leakproof operator below an RLS
-qual, and the full-text ``@@`` is not leakproof, so under RLS every keyword query became a
-sequential scan (measured: 50 ms instead of 20 ms at 100k chunks, growing with the table). The
-pgvector ordering operator is unaffected, so dense search reads ``vectors`` under RLS directly.
+The database holds the rows and answers reads; it does not search. Searches run on each
+replica's in-memory index (retrieval/corpus.py), kept in step through the change log (migration
+5). Migrations 1 to 5 also built an in-database search (a generated ``tsvector`` with a GIN
+index, a per-word ``lexemes`` table, the ``keyword_hits`` function, an HNSW index, filter
+columns copied onto chunks and vectors) that product search never read; migration 6 drops it
+(the measurement behind that: docs/decisions.md).
 
 A migration is applied under ``pg_advisory_lock`` by whichever process starts first; the version is
 ``meta.schema_version``. Never edit a released migration: append a new one.
@@ -30,7 +30,6 @@ SCHEMA = "seenbefore"
 OWNER_ROLE = "seenbefore_owner"
 APP_ROLE = "seenbefore_app"
 MIN_SERVER_VERSION = 160000  # GRANT ... WITH INHERIT FALSE, SET TRUE
-MIN_VECTOR_VERSION = (0, 8, 0)  # iterative index scans (hnsw.iterative_scan)
 MIGRATION_LOCK = 0x5EEB_0001  # pg_advisory_lock key while migrating
 WRITE_LOCK = 0x5EEB_0002  # pg_advisory_xact_lock key: one index writer at a time
 
@@ -42,9 +41,8 @@ VISIBLE = (
 )
 RLS_TABLES = ("documents", "sections", "chunks", "vectors")
 
-# Keyword text as the project's tokenizer sees it: runs of letters and digits. Anything else
-# (punctuation, underscores) separates words, so PostgreSQL's parser never makes host names,
-# file paths or hyphenated compounds that a query term could not match.
+# Migration 1's keyword text and search function (released: kept as written; migration 6 drops
+# both). Keyword text as the project's tokenizer sees it: runs of letters and digits.
 TSV = "to_tsvector('simple'::regconfig, regexp_replace(text, '[^[:alnum:]]+', ' ', 'g'))"
 
 KEYWORD_FUNCTION = "keyword_hits"
@@ -322,5 +320,26 @@ MIGRATIONS.append(
         USING ((SELECT current_setting('seenbefore.all_tiers', true) = 'on') IS TRUE);
     CREATE POLICY changes_append ON changes FOR INSERT WITH CHECK (true);
     CREATE POLICY changes_prune ON changes FOR DELETE USING (true);
+    """
+)
+# --- migration 6 ---
+MIGRATIONS.append(
+    # 6: one search path (issue 26.1). Product search reads each replica's in-memory index;
+    # nothing read the in-database search, yet every write paid for it: the generated tsvector
+    # and its GIN index, an upsert per distinct word into lexemes, HNSW, and the tier, status,
+    # date and service columns copied onto chunks and vectors for its filters (and rewritten on
+    # every supersession change). Dropped here; row-level security keeps its columns (doc_id,
+    # access_tier) on every table it guards.
+    f"""
+    DROP FUNCTION IF EXISTS {KEYWORD_FUNCTION}(
+        tsquery, boolean, text[], date, date, text[], integer, integer);
+    DROP TABLE IF EXISTS lexemes;
+    DROP INDEX IF EXISTS chunks_tsv;
+    DROP INDEX IF EXISTS vectors_hnsw;
+    ALTER TABLE chunks DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS is_current,
+        DROP COLUMN IF EXISTS date, DROP COLUMN IF EXISTS services;
+    ALTER TABLE vectors DROP COLUMN IF EXISTS is_current, DROP COLUMN IF EXISTS date,
+        DROP COLUMN IF EXISTS services;
+    DELETE FROM meta WHERE key = 'chunk_count';
     """
 )

@@ -1,18 +1,15 @@
 """The server store: PostgreSQL with pgvector, shared by any number of service replicas.
 
 Same :class:`~seenbefore.storage.base.Store` contract as the SQLite store; one transaction per
-document keeps chunks, vectors, keyword statistics and metadata in step. What differs:
+document keeps chunks, vectors, the change log and metadata in step. What differs:
 
-- **Keyword search is PostgreSQL full text search, not BM25.** A generated ``tsvector`` (the
-  ``simple`` configuration over the same letter-and-digit words our tokenizer makes) with a GIN
-  index, OR-joined terms, ranked by ``ts_rank_cd`` (cover density, length-normalised). It has no
-  corpus-wide IDF and no BM25 saturation: on SciFact it scores 0.448 nDCG@10 where BM25 scores
-  0.667 (``benchmarks/beir.py --backend postgres``). The knowledge base's hybrid search does not
-  depend on it: it builds its in-memory BM25 and dense index from this store's rows, exactly as
-  on SQLite, so fusion, the trust gate and confidence see the same signals on both backends.
-- **Dense search** is pgvector: ``vector(d)`` for the claimed embedder's dimension, an HNSW index
-  (cosine), and iterative index scans (pgvector >= 0.8) so a filter that drops most neighbours
-  does not starve the result list.
+- **The database does not search.** Every replica builds the knowledge base's in-memory BM25
+  and dense index from this store's rows, exactly as on SQLite, and keeps it in step through
+  the change log (``changes_since``), so fusion, the trust gate and confidence see the same
+  signals on both backends. An in-database search (full text, which is not BM25: SciFact
+  nDCG@10 0.448 against 0.667; pgvector HNSW) was kept beside it until migration 6 dropped it:
+  nothing read it and every write paid for it (docs/decisions.md has the figures).
+- **Vectors** are pgvector ``vector(d)`` for the claimed embedder's dimension, read into memory.
 - **Access tiers are enforced by the database** with row-level security (see postgres/schema.py):
   methods that take tiers run with exactly those tiers; maintenance (ingest, reindex, the
   in-memory index build) runs with every tier, explicitly.
@@ -34,7 +31,6 @@ import numpy.typing as npt
 from seenbefore.errors import NotFoundError, StoreError
 from seenbefore.storage.base import (
     Checkpoints,
-    ChunkHit,
     ChunkRows,
     CorpusChanges,
     DocumentRows,
@@ -50,17 +46,10 @@ from seenbefore.storage.postgres import admin as pg_admin
 from seenbefore.storage.postgres import ids as pg_ids
 from seenbefore.storage.postgres import reads as pg_reads
 from seenbefore.storage.postgres import rows as pgrows
-from seenbefore.storage.postgres import search as pg_search
 from seenbefore.storage.postgres import tx as pg_tx
 from seenbefore.storage.postgres.pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.storage.supersession import SupersedeRow, as_seen
-from seenbefore.types import (
-    Chunk,
-    Postmortem,
-    QuarantineEntry,
-    SearchFilters,
-    StoredDocument,
-)
+from seenbefore.types import Chunk, Postmortem, QuarantineEntry, StoredDocument
 
 
 class PostgresStore(JsonSettings):
@@ -183,7 +172,7 @@ class PostgresStore(JsonSettings):
             with conn.pipeline():  # a handful of round trips, not one per statement
                 pgrows.insert_document(conn, pm, now)
                 pgrows.insert_children(conn, pm, chunks, vectors, self._claim_embedder)
-                pgrows.count_change(conn, removed + len(chunks), len(chunks) - removed)
+                pgrows.count_change(conn, removed + len(chunks))
                 affected = {
                     pm.id,
                     pm.supersedes,
@@ -207,8 +196,7 @@ class PostgresStore(JsonSettings):
             found = row.fetchone()
             if found is None:
                 raise NotFoundError(f"no postmortem with id '{doc_id}'")
-            removed = pgrows.delete_rows(conn, doc_id)
-            pgrows.count_change(conn, removed, -removed)
+            pgrows.count_change(conn, pgrows.delete_rows(conn, doc_id))
             if found[0]:
                 pgrows.refresh_supersession(conn, [found[0]])
             pgrows.bump(conn, [doc_id], [found[0]] if found[0] else [])
@@ -249,9 +237,6 @@ class PostgresStore(JsonSettings):
     def changes_since(self, generation: int) -> CorpusChanges | None:
         return self._db.run(lambda c: pgrows.changes_since(c, generation), tiers=None)
 
-    def _as_seen(self, filters: SearchFilters) -> SearchFilters:
-        return pg_search.as_seen(self._db, filters)
-
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
             return {}
@@ -284,15 +269,12 @@ class PostgresStore(JsonSettings):
     def replace_vectors(
         self, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
     ) -> None:
-        """Re-embed: drop every vector and write these, with the embedder's name, atomically.
-        The HNSW index is dropped and built again after the load (faster than growing it)."""
+        """Re-embed: drop every vector and write these, with the embedder's name, atomically."""
         if len(chunk_ids) != len(matrix):
             raise StoreError(f"{len(matrix)} vectors for {len(chunk_ids)} chunks")
 
         def write(conn: Conn) -> None:
-            pgrows.load_vectors(
-                conn, name, chunk_ids, matrix, build_memory=self._db.options.build_memory
-            )
+            pgrows.load_vectors(conn, name, chunk_ids, matrix)
 
         self._db.run(write, tiers=None, write=True, owner=True)
 
@@ -349,27 +331,6 @@ class PostgresStore(JsonSettings):
     def chunks_changed(self) -> int:
         """Chunks written or deleted since the store was created (for LSA staleness)."""
         return int(self.get_meta("chunks_changed") or 0)
-
-    # -- search ----------------------------------------------------------------------------
-    def sparse_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Full-text search (``ts_rank_cd``, not BM25) over chunks of documents that pass
-        ``filters``; best chunk per document, best first. Runs with the filter's tiers only."""
-        return pg_search.keyword_hits(self._db, terms, self._as_seen(filters), limit)
-
-    def dense_search(
-        self, vector: npt.NDArray[np.float32], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Nearest chunks by cosine (HNSW, iterative scan), best chunk per document, at most
-        ``limit`` documents; ``score`` is the cosine similarity. Runs with the filter's tiers."""
-        if self.embedder_info() is None:
-            return []
-        return pg_search.nearest(self._db, vector, self._as_seen(filters), limit)
-
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(chunks in the store, chunks containing each term) across every tier, for IDF."""
-        return pg_search.term_stats(self._db, terms)
 
     # -- quarantine ------------------------------------------------------------------------
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:

@@ -67,6 +67,7 @@ with server_store(None) as store:
     store.replace_vectors(MINILM_NAME, ids.tolist(), normalise(rng.standard_normal((len(ids), 384))))
     out["vectors_s"] = time.perf_counter() - clock
     stored = store.list_ids()
+    originals = [d for d in stored if "~" not in d]
     corpus = load_corpus(scifact)
     kinds, pick = random.Random(7), random.Random(8)
     ms = {"add": [], "update": [], "delete": []}
@@ -75,9 +76,13 @@ with server_store(None) as store:
         sid, title, text = corpus[pick.randrange(len(corpus))]
         clock = time.perf_counter()
         if op == "delete":
-            store.delete(stored.pop(pick.randrange(len(stored))))
+            gone = stored.pop(pick.randrange(len(stored)))
+            store.delete(gone)
+            if gone in originals:
+                originals.remove(gone)
         else:
-            doc_id = f"new-{n}-{sid}" if op == "add" else stored[pick.randrange(len(stored))]
+            # a new version keeps its id: one of the loaded ones (copies' ids are not valid ids)
+            doc_id = f"new-{n}-{sid}" if op == "add" else originals[pick.randrange(len(originals))]
             pm = postmortem_from_markdown(f"{doc_id}.md", markdown(doc_id, title, text))
             pieces = chunk_postmortem(pm)
             vectors = normalise(rng.standard_normal((len(pieces), 384)))

@@ -190,7 +190,9 @@ class BM25Index:
         those rows in that order numbers them)."""
         segment, term_map = renumbered(self.segments, order, self.n_terms)
         names = [""] * len(segment.indptr[:-1])
-        for term, col in self.vocabulary.items():
+        # a copy taken in one step: a later index's update may add terms to the shared dict
+        # while a compaction thread reads it
+        for term, col in list(self.vocabulary.items()):
             if col < self.n_terms and term_map[col] >= 0:
                 names[int(term_map[col])] = term
         return BM25Index(

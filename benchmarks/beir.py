@@ -12,6 +12,12 @@ writes benchmarks/results/beir.json.
 Those rows rank BEIR's texts directly. The "KB as served" rows (``--kb``, the default) instead
 ingest SciFact into a knowledge base and search it with ``KnowledgeBase.search``: what a user
 of seenbefore gets, shipped settings and self-calibrated gate included.
+
+The PostgreSQL store searches with the same in-memory index, so these rows are its quality too.
+``--backend postgres`` used to add the database's own search (full text ranked by
+``ts_rank_cd``, pgvector HNSW, their RRF); PostgreSQL migration 6 removed that search (nothing
+read it; docs/decisions.md), and ``benchmarks/results/beir_postgres.json`` keeps its last run
+(commit c831c95).
 """
 
 from __future__ import annotations
@@ -46,12 +52,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEPTH = 100  # documents each retriever contributes, and the depth of every evaluated run
 METRICS = ("ndcg@10", "recall@100")
 LSA_DIM = 128  # Settings.lsa_dim default
-BACKENDS = {
-    "sqlite": "embedded default: in-memory BM25Index, numpy brute-force dense",
-    "postgres": "PostgreSQL: full text search (ts_rank_cd, NOT BM25) + pgvector HNSW, in the"
-    " database under row-level security; fused by the core's RRF",
-}
-PG_NORMALIZATIONS = (0, 1, 2, 4, 5, 6)  # ts_rank_cd normalisation flags compared (bitmask)
+BACKENDS = {"sqlite": "the in-memory BM25Index and numpy brute-force dense (every backend's)"}
 LANCEDB = 0.716  # LanceDB hybrid on SciFact, measured by peers here
 ORIGIN_FUSION = 0.436  # the origin design's TF-IDF+LSA fusion
 PUBLISHED: dict[str, tuple[float | None, str]] = {  # configuration: (nDCG@10, source)
@@ -65,9 +66,6 @@ PUBLISHED: dict[str, tuple[float | None, str]] = {  # configuration: (nDCG@10, s
     "KB as served: sparse": (0.665, "BEIR paper (ES)"),
     "KB as served: default hybrid": (LANCEDB, "LanceDB (peers)"),
     "RRF gated, word pairs": (LANCEDB, "LanceDB (peers)"),
-    **{f"PG full text norm={n}": (0.665, "vs BM25 unstemmed") for n in PG_NORMALIZATIONS},
-    "PG pgvector HNSW": (0.645, "vs MiniLM exact"),
-    "PG RRF gated": (LANCEDB, "LanceDB (peers)"),
 }
 
 Qrels = dict[str, dict[str, int]]
@@ -190,9 +188,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/beir/scifact"))
     parser.add_argument("--backend", default="sqlite", help=f"one of: {', '.join(BACKENDS)}")
-    parser.add_argument(
-        "--database-url", help="postgres backend: this database (default: a throwaway local one)"
-    )
     parser.add_argument("--limit-queries", type=int, metavar="N", help="first N test/train queries")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
     parser.add_argument("--out", type=Path, default=RESULTS / "beir.json")
@@ -212,7 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.backend not in BACKENDS:
         console.print(
-            f"[red]--backend is {args.backend!r}, expected one of: {', '.join(BACKENDS)}[/red]"
+            f"[red]--backend is {args.backend!r}, expected one of: {', '.join(BACKENDS)} (the"
+            " PostgreSQL store searches the same in-memory index; its in-database search was"
+            " removed, see the module doc)[/red]"
         )
         return 2
     needed = ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv"]
@@ -293,15 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs["RRF gated, word pairs"] = fuse(with_pairs, dense, gate_pairs.dense, test_ids)
     timings["word-pair gate dense weight"] = gate_pairs.dense
 
-    if args.backend == "postgres":
-        pg_runs, pg_gate = postgres_runs(
-            args, doc_ids, texts, queries, (doc_vecs, query_vecs), (test_ids, train_ids),
-            train_qrels, timings,
-        )  # fmt: skip
-        runs.update(pg_runs)
-        timings["PG gate dense weight"] = pg_gate.dense
     served: dict[str, Any] = {}
-    if args.kb and args.backend == "sqlite":
+    if args.kb:
         kb_rankings, served = kb_runs(args.data, args.kb_cache, queries, test_ids, timings)
         runs.update(kb_rankings)
     rows = [result_row(name, evaluate_run(test_qrels, r, test_ids)) for name, r in runs.items()]
@@ -396,72 +386,6 @@ def kb_runs(
         served = {"live": kb.live_model_line(), "gate": kb.gate().weights.dense}
         kb.close()
     return rankings, served
-
-
-def postgres_runs(
-    args: argparse.Namespace,
-    doc_ids: list[str],
-    texts: list[str],
-    queries: dict[str, str],
-    vectors: tuple[Matrix, Matrix],
-    splits: tuple[list[str], list[str]],
-    train_qrels: Qrels,
-    timings: dict[str, float],
-) -> tuple[dict[str, Rankings], FusionWeights]:
-    """The same queries through the PostgreSQL store: full text search in the database (each
-    ts_rank_cd normalisation), pgvector HNSW, and their RRF with a gate fitted on train."""
-    from pgstore import one_chunk_document, server_store
-    from seenbefore.storage.postgres.search import keyword_hits
-    from seenbefore.types import SearchFilters
-
-    doc_vecs, query_vecs = vectors
-    test_ids, train_ids = splits
-    all_ids = test_ids + train_ids
-    position = {q: i for i, q in enumerate(all_ids)}
-    everyone = SearchFilters(tiers=("general",), include_superseded=True)
-    runs: dict[str, Rankings] = {}
-    with server_store(args.database_url) as store:
-        clock = time.perf_counter()
-        for doc_id, text in zip(doc_ids, texts, strict=True):
-            pm, chunk = one_chunk_document(doc_id, text)
-            store.upsert(pm, [chunk])
-        chunk_of = dict(
-            zip(store.chunk_rows().doc_ids, store.chunk_rows().ids.tolist(), strict=True)
-        )
-        timings["PG load documents"] = round(time.perf_counter() - clock, 2)
-        clock = time.perf_counter()
-        store.replace_vectors(MiniLMEmbedder.name, [chunk_of[d] for d in doc_ids], doc_vecs)
-        timings["PG vectors + HNSW build"] = round(time.perf_counter() - clock, 2)
-
-        def sparse_run(qids: Sequence[str], norm: int) -> Rankings:
-            return {
-                q: [h.doc_id for h in keyword_hits(
-                    store._db, query_terms(queries[q]), everyone, DEPTH, normalization=norm)]
-                for q in qids
-            }  # fmt: skip
-
-        clock = time.perf_counter()
-        for norm in PG_NORMALIZATIONS:
-            runs[f"PG full text norm={norm}"] = sparse_run(test_ids, norm)
-        timings["PG full text queries"] = round(time.perf_counter() - clock, 2)
-        from seenbefore.storage.postgres.search import RANK_NORMALIZATION
-
-        pg_sparse = {**runs[f"PG full text norm={RANK_NORMALIZATION}"],
-                     **sparse_run(train_ids, RANK_NORMALIZATION)}  # fmt: skip
-        clock = time.perf_counter()
-        pg_dense = {
-            q: [h.doc_id for h in store.dense_search(query_vecs[position[q]], everyone, DEPTH)]
-            for q in all_ids
-        }
-        timings["PG dense queries"] = round(time.perf_counter() - clock, 2)
-    runs["PG pgvector HNSW"] = {q: pg_dense[q] for q in test_ids}
-
-    def score(weight: float, cases: Sequence[str]) -> float:
-        return evaluate_run(train_qrels, fuse(pg_sparse, pg_dense, weight, cases), cases)["ndcg@10"]
-
-    gate = choose_weight_cv(train_ids, score, metric="nDCG@10")
-    runs["PG RRF gated"] = fuse(pg_sparse, pg_dense, gate.dense, test_ids)
-    return runs, gate
 
 
 def result_row(name: str, metrics: dict[str, float]) -> dict[str, Any]:

@@ -9,16 +9,15 @@ store's keyword path) is shown beside the in-memory BM25 index. Prints figures; 
 
 ``--backend postgres`` also loads each size into PostgreSQL (a throwaway local server unless
 ``--database-url``; the store logs in as the app role, so row-level security is in force) and
-times, next to the SQLite figures: the knowledge base's in-memory hybrid over the PostgreSQL
-store; the database-side hybrid (full text + pgvector HNSW with iterative scans, each filtered
-in the database, fused by the core's RRF) with its stages; and in-memory BM25 + pgvector. For
-1M chunks, ingest 100k and copy it inside the database (building the 1M HNSW index takes
-minutes to hours; never part of the tests):
+times the knowledge base's in-memory hybrid and sparse search over the PostgreSQL store next to
+the SQLite figures (the database itself does not search: PostgreSQL migration 6 removed its full
+text and HNSW search, whose latency ``benchmarks/results/latency.json`` of commit 3853933 holds).
+For 1M chunks, ingest 100k and copy it inside the database:
 
     python benchmarks/latency.py --scifact ../shared/data/beir/scifact
     python benchmarks/latency.py --backend postgres --sizes 100000
     python benchmarks/latency.py --backend postgres --pg-only --sizes 1000000 --pg-replicate 10 \
-        --queries 30 --pg-build-memory 3GB
+        --queries 30
 
 The bounded run whose figures the results file keeps (``summary``: KnowledgeBase.search p50/p95
 per backend, hybrid and sparse, both query sets pooled; a few hundred searches, loopback
@@ -121,16 +120,15 @@ def run_postgres(
     counts: list[int],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """The PostgreSQL store at one size: in-memory hybrid over it, the database-side hybrid, and
-    in-memory BM25 + pgvector HNSW."""
-    from pgstore import hybrid, mixed, replicate, server_store
+    """The PostgreSQL store at one size: the knowledge base's in-memory search over it."""
+    from pgstore import replicate, server_store
     from seenbefore.knowledge.chunking import chunk_postmortem
     from seenbefore.knowledge.validate import postmortem_from_markdown
 
     factor = max(1, args.pg_replicate)
     copies, docs = plan(counts, target // factor)
     out: dict[str, Any] = {}
-    with server_store(args.database_url, build_memory=args.pg_build_memory) as store:
+    with server_store(args.database_url) as store:
         clock = time.perf_counter()
         for source, text in scifact_markdown(scifact, copies, limit=docs):
             pm = postmortem_from_markdown(source, text)
@@ -145,7 +143,7 @@ def run_postgres(
         vectors = normalise(np.random.default_rng(0).standard_normal((len(rows.ids), 384)))
         clock = time.perf_counter()
         store.replace_vectors(MINILM_NAME, rows.ids.tolist(), vectors)
-        out["vectors_hnsw_build_s"] = round(time.perf_counter() - clock, 1)
+        out["vectors_s"] = round(time.perf_counter() - clock, 1)
         store.set_json("fusion_weights", {MINILM_NAME: {"dense": 0.5, "source": "benchmark"}})
         with tempfile.TemporaryDirectory() as home:
             kb = KnowledgeBase(Settings(home=Path(home), embedder="none"), store=store)  # type: ignore[arg-type]
@@ -153,41 +151,17 @@ def run_postgres(
             clock = time.perf_counter()
             kb.index()
             out["in-memory index_build_s"] = round(time.perf_counter() - clock, 2)
-            rng = np.random.default_rng(2)
             pooled: dict[str, list[float]] = {"hybrid": [], "sparse": []}
             for label, texts in queries.items():
-                ms, mix, sparse = [], [], []
-                for text in texts:
-                    clock = time.perf_counter()
-                    kb.search(text, FILTER, SearchOptions(k=10, mode="hybrid"))
-                    ms.append((time.perf_counter() - clock) * 1000)
-                    clock = time.perf_counter()
-                    kb.search(text, FILTER, SearchOptions(k=10, mode="sparse"))
-                    sparse.append((time.perf_counter() - clock) * 1000)
-                    vector = normalise(rng.standard_normal((1, 384)))[0]
-                    clock = time.perf_counter()
-                    mixed(kb.index(), store, query_terms(text), vector, FILTER)
-                    mix.append((time.perf_counter() - clock) * 1000)
-                out[f"{label} hybrid (in-memory index)"] = pct(ms)
-                out[f"{label} sparse (in-memory index)"] = pct(sparse)
-                out[f"{label} hybrid (in-memory BM25 + pgvector)"] = pct(mix)
-                pooled["hybrid"].extend(ms)
-                pooled["sparse"].extend(sparse)
+                for mode in ("hybrid", "sparse"):
+                    ms = []
+                    for text in texts:
+                        clock = time.perf_counter()
+                        kb.search(text, FILTER, SearchOptions(k=10, mode=mode))
+                        ms.append((time.perf_counter() - clock) * 1000)
+                    out[f"{label} {mode} (in-memory index)"] = pct(ms)
+                    pooled[mode].extend(ms)
             out["_pooled"] = pooled
-        rng = np.random.default_rng(1)
-        for label, texts in queries.items():
-            totals: list[float] = []
-            stages: dict[str, list[float]] = {}
-            for text in texts:
-                vector = normalise(rng.standard_normal((1, 384)))[0]
-                clock = time.perf_counter()
-                _, parts = hybrid(store, query_terms(text), vector, FILTER, k=10, depth=100)
-                totals.append((time.perf_counter() - clock) * 1000)
-                for stage, value in parts.items():
-                    stages.setdefault(stage, []).append(value)
-            out[f"{label} hybrid (in database)"] = pct(totals)
-            for stage, values in stages.items():
-                out[f"{label}   in-database {stage.removesuffix('_ms')}"] = pct(values)
     return out
 
 
@@ -208,7 +182,6 @@ def main() -> int:
         metavar="N",
         help="postgres: ingest 1/N of the size, then copy it N times inside the database",
     )
-    parser.add_argument("--pg-build-memory", default="1GB", help="maintenance_work_mem for HNSW")
     parser.add_argument("--pg-only", action="store_true", help="skip the SQLite runs")
     args = parser.parse_args()
     if not (args.scifact / "corpus.jsonl").exists():

@@ -253,6 +253,24 @@ def _lat(scope: str, what: str, which: str = "p50/p95") -> str:
     return "/".join(f"{row[k]:.2f}" for k in which.split("/"))
 
 
+def _pp(row: dict[str, Any]) -> str:
+    return f"{row['p50_ms']:.2f}/{row['p95_ms']:.2f}"
+
+
+def _index(results: str, backend: str, what: str) -> Any:
+    """One figure of benchmarks/index_updates.py (``results``: which run's file)."""
+    return _load(results)["results"][backend][what]
+
+
+BEFORE_CLEANUP = "index_updates_before_pg_cleanup.json"  # index_updates.py before migration 6
+SEARCHES = ("in database: full text + HNSW", "in-memory index")
+
+
+def _writes(arm: str, what: str = "store_write") -> list[Any]:
+    """One figure of benchmarks/pg_writes.py for ``arm`` (before / after), round by round."""
+    return [r[what] for r in _load("pg_writes.json")["rounds"] if r["arm"] == arm]
+
+
 VERDICT_ROWS = (
     "sample/golden",
     "sample/off-topic",
@@ -378,6 +396,61 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
             _lat("100000 chunks", "kb.search hybrid", "p50/p95/p99"),
             _lat("100000 chunks, postgres", "scifact hybrid (in database)", "p50/p95/p99"),
             _lat("100000 chunks, postgres", "alert-30w hybrid (in database)", "p50/p95/p99"),
+        ),
+        POSTGRES_PAGE,
+    ),
+    # the in-database search against the in-memory index, and what writes cost, from
+    # benchmarks/index_updates.py (before and after migration 6) and benchmarks/pg_writes.py
+    (
+        "in-database hybrid at 100k, before removing it",
+        lambda: "in-database hybrid {} ms p50/p95 against {} ms in memory".format(
+            *(_pp(_index(BEFORE_CLEANUP, "postgres", f"search hybrid ({w})")) for w in SEARCHES)
+        ),
+        POSTGRES_PAGE,
+    ),
+    (
+        "PostgreSQL write cost with and without the in-database search",
+        lambda: (
+            "a single-document write p50/p95 {} then {} ms with the in-database search, {} then {}"
+            " ms without it; a deletion {} then {} ms against {} then {} ms; replacing every vector"
+            " (re-embedding, with the HNSW build) {} then {} s against {} then {} s"
+        ).format(
+            *map(_pp, _writes("before")),
+            *map(_pp, _writes("after")),
+            *map(_pp, _writes("before", "store_write (delete)")),
+            *map(_pp, _writes("after", "store_write (delete)")),
+            *_writes("before", "vectors_s"),
+            *_writes("after", "vectors_s"),
+        ),
+        POSTGRES_PAGE,
+    ),
+    (
+        "index rebuild, update and compaction at 100k",
+        lambda: (
+            "a full rebuild, what every write used to cost every replica, {} s on SQLite and {} s"
+            " on PostgreSQL; an incremental update p50/p95 {} ms on SQLite and {} ms on"
+            " PostgreSQL, and no write rebuilt the index. Compaction (dropping tombstones once"
+            " they pass a fifth of the rows) runs in a thread of its own: {} s on SQLite, {} s on"
+            " PostgreSQL"
+        ).format(
+            _index("index_updates.json", "sqlite", "full_rebuild_s"),
+            _index("index_updates.json", "postgres", "full_rebuild_s"),
+            _pp(_index("index_updates.json", "sqlite", "index_update")),
+            _pp(_index("index_updates.json", "postgres", "index_update")),
+            _index("index_updates.json", "sqlite", "compaction_s"),
+            _index("index_updates.json", "postgres", "compaction_s"),
+        ),
+        POSTGRES_PAGE,
+    ),
+    (
+        "no write rebuilt the index",
+        lambda: (
+            "and no write rebuilt the index"
+            if all(
+                _index("index_updates.json", b, "rebuilds_during_writes") == 0
+                for b in ("sqlite", "postgres")
+            )
+            else "(a write rebuilt the index: the page must not say otherwise)"
         ),
         POSTGRES_PAGE,
     ),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -27,6 +28,7 @@ from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, 
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.limits import empty_reason
 from seenbefore.plugins import configured_embedder
+from seenbefore.retrieval import updates
 from seenbefore.retrieval.context import (
     SearchContext,
     dense_family,
@@ -34,7 +36,7 @@ from seenbefore.retrieval.context import (
     shipped_defaults,
     shipped_weights,
 )
-from seenbefore.retrieval.corpus import CorpusIndex
+from seenbefore.retrieval.corpus import SAVED_INDEX_KINDS, CorpusIndex
 from seenbefore.retrieval.embedders import (
     LSA_PREFIX,
     MINILM_NAME,
@@ -56,6 +58,9 @@ __all__ = ["KnowledgeBase", "SelfCalibration", "embedder_family", "shipped_defau
 log = logging.getLogger(__name__)
 
 EmbedProgress = Callable[[int, int], None]
+# rounds a finished compaction may spend applying the writes made while it ran before it gives
+# up (the live index compacts again once tombstones pass the share again)
+COMPACTION_CATCH_UP = 3
 
 
 class SelfCalibration(Protocol):
@@ -87,6 +92,14 @@ class KnowledgeBase:
         self._index: CorpusIndex | None = None
         self._supersession: Supersession | None = None
         self._context: SearchContext | None = None
+        # the index follows the corpus generation: rebuilt from every row when it must be,
+        # else updated with the documents the writes since changed (counted, for tests and
+        # benchmarks); compaction runs in a thread of its own
+        self._corpus_lock = threading.Lock()
+        self.index_rebuilds = 0
+        self.index_updates = 0
+        self._compaction: threading.Thread | None = None
+        self._closed = False
         self._settings_seen = -1  # the settings generation the context was built at
         self._self_calibration = self_calibration
         self.fallback_reason: str | None = None
@@ -94,6 +107,8 @@ class KnowledgeBase:
         self.query_embedder: Embedder | None = None
 
     def close(self) -> None:
+        self._closed = True
+        self.wait_for_compaction()
         self.store.close()
 
     def __enter__(self) -> KnowledgeBase:
@@ -241,7 +256,7 @@ class KnowledgeBase:
             )
         self.store.replace_vectors(embedder.name, rows.ids.tolist(), matrix)
         self._embedder, self._embedder_loaded = embedder, True
-        self._index = self._context = None
+        self._forget_index()
         self.maybe_self_calibrate(force=True)
         return {"embedder": embedder.name, "chunks": len(rows.texts)}
 
@@ -254,11 +269,12 @@ class KnowledgeBase:
         generation, settings = self.store.generations()
         context = self._context
         if context is None or (context.generation, self._settings_seen) != (generation, settings):
+            index, supersession = self._corpus_at(generation)
             context = self._context = SearchContext.build(
                 self.store,
-                generation=generation,
-                index=self._index_at(generation),
-                supersession=self._supersession_at(generation),
+                generation=index.generation,
+                index=index,
+                supersession=supersession,
                 explicit=self._explicit_name,
             )
             self._settings_seen = settings
@@ -269,19 +285,108 @@ class KnowledgeBase:
         search): a cheap read for readiness probes, which must not build anything."""
         return self._context.generation if self._context is not None else None
 
-    def _index_at(self, generation: int) -> CorpusIndex:
-        if self._index is None or self._index.generation != generation:
-            local = self.store.local_file  # the BM25 sidecar lives beside a local store file
-            bm25_path = None if local is None else local.with_name(local.name + ".bm25.npz")
-            self._index = CorpusIndex.build(
-                self.store, stem=self.settings.stem, bm25_path=bm25_path
-            )
-        return self._index
+    def _corpus_at(self, generation: int) -> tuple[CorpusIndex, Supersession]:
+        """The index and supersession view at ``generation`` (or later): kept when current,
+        else updated with the documents written since (``Store.changes_since``), else rebuilt
+        from every row (a first search, or a change log that does not reach back)."""
+        with self._corpus_lock:
+            index, view = self._index, self._supersession
+            if index is not None and view is not None and index.generation == generation:
+                return index, view
+            changes = None if index is None else self.store.changes_since(index.generation)
+            updated = None
+            if index is not None and view is not None and changes is not None:
+                updated = updates.apply(index, self.store, changes)
+            if index is not None and view is not None and changes is not None and updated:
+                rows = self.store.supersede_rows(list(changes.every_id))
+                view = view.updated(rows, changes.every_id, updated.generation)
+                index = updated
+                self.index_updates += 1
+                for path in self._saved_index_files():  # stale now: no trace of older text
+                    path.unlink(missing_ok=True)
+                self._maybe_compact(index)
+            else:
+                if index is not None:
+                    log.info(
+                        "rebuilding the search index from every row: %s",
+                        "the change log does not reach back to generation "
+                        f"{index.generation} (pruned, restored or re-embedded)"
+                        if changes is None
+                        else "the changes since are too many or changed the embedder",
+                    )
+                index = self._build_index()
+                view = Supersession.build(self.store.supersede_rows(), index.generation)
+            self._index, self._supersession = index, view
+            return index, view
 
-    def _supersession_at(self, generation: int) -> Supersession:
-        if self._supersession is None or self._supersession.generation != generation:
-            self._supersession = Supersession.build(self.store.supersede_rows(), generation)
-        return self._supersession
+    def _build_index(self) -> CorpusIndex:
+        self.index_rebuilds += 1
+        local = self.store.local_file  # the BM25 sidecar lives beside a local store file
+        bm25_path = None if local is None else local.with_name(local.name + ".bm25.npz")
+        return CorpusIndex.build(self.store, stem=self.settings.stem, bm25_path=bm25_path)
+
+    def _saved_index_files(self) -> list[Path]:
+        local = self.store.local_file
+        if local is None:
+            return []
+        return [local.with_name(local.name + f".{kind}.npz") for kind in SAVED_INDEX_KINDS]
+
+    def _forget_index(self) -> None:
+        """The next search rebuilds the index from every row."""
+        with self._corpus_lock:
+            self._index = self._supersession = self._context = None
+
+    def rebuild_index(self) -> CorpusIndex:
+        """Build the index from every row now (and save it beside a local store, replacing the
+        files an older generation left): what deleting a postmortem everywhere needs."""
+        self._forget_index()
+        for path in self._saved_index_files():
+            path.unlink(missing_ok=True)
+        return self.index()
+
+    # -- compaction -----------------------------------------------------------------------
+    def _maybe_compact(self, index: CorpusIndex) -> None:
+        """Start compacting in the background once tombstones pass updates.COMPACT_SHARE of
+        the chunk rows (one compaction at a time; searches never wait for it)."""
+        running = self._compaction is not None and self._compaction.is_alive()
+        if running or self._closed or index.tombstoned_share <= updates.COMPACT_SHARE:
+            return
+        self._compaction = threading.Thread(
+            target=self._compact, args=(index,), name="seenbefore-compaction", daemon=True
+        )
+        self._compaction.start()
+
+    def _compact(self, index: CorpusIndex) -> None:
+        """Compact ``index`` off the search path, bring the copy up to the live index's
+        generation (the writes applied meanwhile) and swap it in; searches keep using the
+        index they hold, whose answers are the same."""
+        try:
+            compact = updates.compacted(index)
+            for _ in range(COMPACTION_CATCH_UP):
+                with self._corpus_lock:
+                    live = self._index
+                    if self._closed or live is None or live.generation < compact.generation:
+                        return  # closed, forgotten, or rebuilt from older rows: drop the copy
+                    if live.generation == compact.generation:
+                        self._index = compact
+                        context = self._context
+                        if context is not None and context.index is live:
+                            self._context = dataclasses.replace(context, index=compact)
+                        log.info("compacted the search index at generation %d", live.generation)
+                        return
+                changes = self.store.changes_since(compact.generation)
+                caught_up = updates.apply(compact, self.store, changes) if changes else None
+                if caught_up is None:
+                    return  # the live index rebuilds or compacts again later
+                compact = caught_up
+        except Exception:
+            log.exception("compacting the search index failed; the index is kept uncompacted")
+
+    def wait_for_compaction(self, timeout: float | None = None) -> None:
+        """Block until a running compaction has finished (tests, benchmarks, closing)."""
+        thread = self._compaction
+        if thread is not None:
+            thread.join(timeout)
 
     def index(self) -> CorpusIndex:
         return self.context().index

@@ -17,8 +17,8 @@ from seenbefore.security.audit import AuditLog
 from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.storage.transfer import inventory
-from seenbefore.types import SearchFilters
 from tests.conftest import EXAMPLES, postmortem_text
+from tests.storage.test_contract import hits
 
 pytestmark = pytest.mark.integration
 runner = CliRunner()
@@ -78,10 +78,8 @@ def test_round_trip_is_verified_and_rerunning_is_safe(
     with PostgresStore(pg_url) as pg:
         assert pg.get("OLD", ["general"]).superseded_by == "NEW"
         assert pg.embedder_info() == ("hashing-32", 32)
-        hits = pg.sparse_search(["quasar", "nebula"], SearchFilters(tiers=("general",)), 5)
-        assert hits == []
-        hits = pg.sparse_search(["quasar", "nebula"], SearchFilters(tiers=("restricted",)), 5)
-        assert [h.doc_id for h in hits] == ["SECRET"]
+        assert hits(pg, "quasar nebula", tiers=("general",)) == []
+        assert hits(pg, "quasar nebula", tiers=("restricted",)) == ["SECRET"]
 
     back = tmp_path / "back" / "kb.sqlite"
     assert migrate("--from", pg_url, "--sqlite", str(back))["verified"] is True

@@ -10,8 +10,8 @@ from seenbefore.errors import ConflictError, NotFoundError
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.storage.base import Store
-from seenbefore.types import SearchFilters
 from tests.conftest import postmortem_text
+from tests.storage.test_contract import hits
 
 ALL = ("general", "restricted")
 
@@ -35,8 +35,7 @@ def test_a_write_differing_only_in_case_is_refused(any_store: Store) -> None:
     assert "INC-2021-001" not in message  # the holder may be in a tier the writer cannot see
     assert any_store.list_ids() == ["INC-2021-001"]
     assert any_store.generation() == generation  # nothing was written
-    hits = any_store.sparse_search(["kafka"], SearchFilters(tiers=ALL), 5)
-    assert [h.doc_id for h in hits] == ["INC-2021-001"]
+    assert hits(any_store, "kafka", tiers=ALL) == ["INC-2021-001"]
 
 
 def test_a_named_variant_is_replaced_in_the_same_transaction(any_store: Store) -> None:
@@ -49,8 +48,7 @@ def test_a_named_variant_is_replaced_in_the_same_transaction(any_store: Store) -
     )
     assert any_store.list_ids() == ["OLD-1", "inc-2021-001"]
     assert len(any_store.chunk_rows().ids) == chunks_before  # the old chunks went with it
-    kafka = any_store.sparse_search(["kafka"], SearchFilters(tiers=ALL), 5)
-    assert [h.doc_id for h in kafka] == ["OLD-1"]
+    assert hits(any_store, "kafka", tiers=ALL) == ["OLD-1"]
     assert any_store.get("OLD-1", ALL).effective_status == "current"  # its superseder is gone
 
 

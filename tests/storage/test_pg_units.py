@@ -1,45 +1,9 @@
-"""The PostgreSQL store's pure pieces, offline: query quoting, filters, URLs, bootstrap SQL."""
+"""The PostgreSQL store's pure pieces, offline: URLs, bootstrap SQL, migrations."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 from seenbefore.storage.postgres.pool import redact
-from seenbefore.storage.postgres.rows import filter_sql
 from seenbefore.storage.postgres.schema import MIGRATIONS, RLS_TABLES, bootstrap_sql
-from seenbefore.storage.postgres.search import ts_query
-from seenbefore.types import SearchFilters
-
-
-def test_terms_become_quoted_lexemes_or_joined() -> None:
-    assert ts_query(["disk", "full"]) == "'disk' | 'full'"
-    assert ts_query(["it's", "a\\b"]) == "'it''s' | 'a\\\\b'"
-
-
-def test_filters_become_parameters_never_sql_text() -> None:
-    where, params = filter_sql(
-        SearchFilters(
-            tiers=("general", "x' OR 1=1 --"),
-            services=("api",),
-            date_from=dt.date(2024, 1, 1),
-            date_to=dt.date(2024, 12, 31),
-            exclude_ids=("A",),
-        ),
-        alias="v",
-    )
-    assert where == (
-        "v.access_tier = ANY (%s) AND v.is_current AND v.services && %s::text[]"
-        " AND v.date >= %s AND v.date <= %s AND v.doc_id <> ALL (%s)"
-    )
-    assert params == [
-        ["general", "x' OR 1=1 --"],
-        ["api"],
-        dt.date(2024, 1, 1),
-        dt.date(2024, 12, 31),
-        ["A"],
-    ]
-    where, params = filter_sql(SearchFilters(include_superseded=True), alias="c")
-    assert (where, params) == ("c.access_tier = ANY (%s)", [["general"]])
 
 
 def test_redact_drops_the_password() -> None:
@@ -53,7 +17,7 @@ def test_row_level_security_covers_every_table_with_tiers() -> None:
     for table in RLS_TABLES:
         assert f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY" in script
         assert f"CREATE POLICY {table}_tiers ON {table}" in script
-    assert "FORCE ROW LEVEL SECURITY" not in script  # the owner's search function needs GIN
+    assert "FORCE ROW LEVEL SECURITY" not in script  # the owner migrates every row
 
 
 def test_bootstrap_grants_the_owner_role_without_inheritance() -> None:
@@ -79,3 +43,16 @@ def test_policies_read_the_bound_tiers_not_a_setting_the_caller_writes() -> None
         assert f"CREATE POLICY {table}_tiers ON {table} USING ({VISIBLE})" in five
     taken_back = " ".join(revokes(len(MIGRATIONS)))
     assert all(f"{t}" in taken_back for t in OWNER_ONLY_TABLES) and "audit_log" in taken_back
+
+
+def test_migration_8_drops_the_in_database_search_and_keeps_what_row_security_reads() -> None:
+    script = " ".join(MIGRATIONS[7].split())
+    for dropped in (
+        "DROP FUNCTION IF EXISTS keyword_hits(",
+        "DROP TABLE IF EXISTS lexemes",
+        "DROP INDEX IF EXISTS chunks_tsv",
+        "DROP INDEX IF EXISTS vectors_hnsw",
+        "DROP COLUMN IF EXISTS tsv",
+    ):
+        assert dropped in script
+    assert "access_tier" not in script and "doc_id" not in script  # the policies' columns stay

@@ -1,5 +1,6 @@
-"""What only the PostgreSQL store does: row-level security, pgvector iterative scans, migrations
-under an advisory lock, pooled connections that survive a dropped connection, clear errors."""
+"""What only the PostgreSQL store does: row-level security (the change log read by maintenance
+only), migrations under an advisory lock (the in-database search dropped by migration 8), pooled
+connections that survive a dropped connection, clear errors."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.storage.base import EmbeddedVectors
 from seenbefore.storage.factory import open_store
 from seenbefore.storage.postgres.pool import PgOptions
-from seenbefore.storage.postgres.schema import MIGRATIONS, MIN_VECTOR_VERSION
+from seenbefore.storage.postgres.schema import MIGRATIONS
 from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
@@ -54,10 +55,11 @@ def bind(conn: psycopg.Connection[tuple[object, ...]], *tiers: str) -> None:
     )
 
 
-def test_ships_pgvector_with_iterative_scans(pg_server: LocalPostgres, pg: PostgresStore) -> None:
-    version = tuple(int(p) for p in vector_version(pg_server).split("."))
-    assert version >= MIN_VECTOR_VERSION
-    assert pg.server.iterative_scan and not pg.server.bypasses_rls
+def test_ships_pgvector_and_logs_in_under_row_security(
+    pg_server: LocalPostgres, pg: PostgresStore
+) -> None:
+    assert pg.server.vector_version == vector_version(pg_server)
+    assert not pg.server.bypasses_rls
     assert pg.stats(["general"]).schema_version == len(MIGRATIONS)
 
 
@@ -97,43 +99,52 @@ def test_row_level_security_hides_restricted_rows_from_raw_selects(
             )  # ...and no writing rows one cannot see
 
 
-def test_keyword_function_applies_the_callers_tiers(pg: PostgresStore, pg_url: str) -> None:
-    put(pg, "OPEN", "quasar pulsar")
-    put(pg, "SECRET", "quasar nebula", access_tier="restricted")
-    call = (
-        "SELECT doc_id FROM keyword_hits(to_tsquery('simple', 'quasar'), true, NULL, NULL, NULL,"
-        " NULL, 10, 1) ORDER BY doc_id"
-    )
-    with raw(pg_url) as conn:
-        assert conn.execute(call).fetchall() == []
-        with conn.transaction():
-            bind(conn, "general")
-            assert conn.execute(call).fetchall() == [("OPEN",)]
-        with conn.transaction():
-            bind(conn, "restricted", "general")
-            assert conn.execute(call).fetchall() == [("OPEN",), ("SECRET",)]
+def test_a_database_from_before_migration_8_keeps_its_rows_and_loses_the_unused_search(
+    pg_server: LocalPostgres, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 8 (one search path) on a database written by migrations 1-7: the tsvector,
+    its GIN index, lexemes, keyword_hits, HNSW and the filter columns go; the rows stay, and
+    the knowledge base finds them."""
+    from seenbefore.storage.postgres import pool
 
-
-def test_filtered_dense_search_does_not_starve(pg: PostgresStore) -> None:
-    """One document in 20 is visible; an HNSW scan that stopped at ef_search candidates would
-    find a handful. Iterative scans keep reading until the limit is met."""
-    rng = np.random.default_rng(3)
-    vectors: dict[str, np.ndarray] = {}
-    for i in range(400):
-        tier = "general" if i % 20 == 0 else "restricted"
-        pm, chunks = doc(f"D{i:03d}", "## Summary\nx\n", access_tier=tier)
-        matrix = rng.standard_normal((len(chunks), 16)).astype(np.float32)
-        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        pg.upsert(pm, chunks, EmbeddedVectors("fake-16", matrix))
-        if tier == "general":
-            vectors[pm.id] = matrix
-    query = vectors["D100"][0]
-    found = pg.dense_search(query, SearchFilters(), 20)
-    assert len(found) == 20 == len(vectors)
-    assert found[0].doc_id == "D100" and found[0].score == pytest.approx(1.0, abs=1e-5)
-    exact = sorted(vectors, key=lambda d: -float(np.max(vectors[d] @ query)))
-    assert [h.doc_id for h in found][:5] == exact[:5]
-    assert pg.dense_search(query, SearchFilters(tiers=()), 20) == []
+    monkeypatch.setattr(pool, "MIGRATIONS", MIGRATIONS[:7])
+    PostgresStore(pg_url).close()
+    monkeypatch.undo()
+    with raw(pg_server.url(database_of(pg_url))) as conn:  # rows as the old store wrote them
+        conn.execute(
+            "INSERT INTO documents (id, title, status, effective_status, access_tier, body,"
+            " content_hash, ingested_at, updated_at) VALUES ('OLD', 'old', 'current',"
+            " 'current', 'general', 'quasar nebula', 'h', 'now', 'now')"
+        )
+        conn.execute(
+            "INSERT INTO chunks (doc_id, section_key, section_heading, section_position,"
+            " position, text, access_tier, is_current) VALUES ('OLD', 'summary', 'Summary', 0,"
+            " 0, 'quasar nebula', 'general', true)"
+        )
+        conn.execute("INSERT INTO lexemes (word, ndoc) VALUES ('quasar', 1), ('nebula', 1)")
+    with PostgresStore(pg_url) as store:
+        assert store.stats(["general"]).schema_version == len(MIGRATIONS)
+        kb = KnowledgeBase(Settings(home=tmp_path, embedder="none"), store=store)
+        result = kb.search("quasar", SearchFilters(), SearchOptions(mode="sparse"))
+        assert [c.doc_id for c in result.candidates] == ["OLD"]
+    with raw(pg_server.url(database_of(pg_url))) as conn:
+        columns = {
+            (r[0], r[1])
+            for r in conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns"
+                " WHERE table_schema = 'seenbefore' AND table_name IN ('chunks', 'vectors')"
+            ).fetchall()
+        }
+        gone = {"tsv", "is_current", "date", "services"}
+        assert not {c for _, c in columns} & gone
+        assert {("chunks", "access_tier"), ("vectors", "access_tier")} <= columns
+        assert conn.execute("SELECT to_regclass('seenbefore.lexemes')").fetchone() == (None,)
+        functions = conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'keyword_hits'")
+        assert functions.fetchone() == (0,)
+        indexes = conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE indexname IN ('chunks_tsv', 'vectors_hnsw')"
+        )
+        assert indexes.fetchone() == (0,)
 
 
 def test_concurrent_first_starts_migrate_once(pg_url: str) -> None:
@@ -290,3 +301,24 @@ def test_a_server_that_goes_away_is_a_store_error_not_a_crash() -> None:
         store.list_ids()
     assert time.perf_counter() - clock < 30
     store.close()
+
+
+def test_the_change_log_is_read_only_by_maintenance(pg: PostgresStore, pg_url: str) -> None:
+    """A restricted document's id is in the change log: only a transaction holding every tier
+    (the index's maintenance reads) sees it; a caller's tiers see no entry at all."""
+    put(pg, "SECRET", "quasar nebula", access_tier="restricted")
+    with raw(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM changes").fetchone() == (0,)
+        with conn.transaction():
+            bind(conn, "general", "restricted")
+            assert conn.execute("SELECT count(*) FROM changes").fetchone() == (0,)
+        with conn.transaction():  # a setting the caller writes binds nothing
+            conn.execute("SELECT set_config('seenbefore.all_tiers', 'on', true)")
+            assert conn.execute("SELECT count(*) FROM changes").fetchone() == (0,)
+        with conn.transaction():
+            conn.execute(
+                "SELECT set_config('seenbefore.binding', bind_tiers(NULL, NULL, true), true)"
+            )
+            found = conn.execute("SELECT doc_id FROM changes WHERE kind = 'document'")
+            assert found.fetchall() == [("SECRET",)]
+    assert pg.changes_since(0) is not None

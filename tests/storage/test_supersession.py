@@ -1,12 +1,16 @@
 """Supersession seen per caller (issue 12), on both backends: a link from a document outside the
-caller's tiers is invisible in ``get``, ``stats`` and the store's own keyword and vector
-searches; a caller holding that tier sees it."""
+caller's tiers is invisible in ``get``, ``stats`` and search (keyword, dense and hybrid,
+through the knowledge base's index over the store's rows); a caller holding that tier sees
+it."""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
+from seenbefore.config import Settings
+from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
+from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.storage.base import EmbeddedVectors, Store
 from seenbefore.storage.supersession import SupersedeRow, Supersession, newest_first
 from seenbefore.types import SearchFilters
@@ -44,10 +48,12 @@ def test_get_and_stats_see_only_the_callers_superseders(any_store: Store) -> Non
     assert (everything.documents, everything.current, everything.superseded) == (3, 1, 2)
 
 
-def test_the_stores_own_searches_keep_a_document_current_for_callers_without_the_tier(
-    any_store: Store,
+def test_search_keeps_a_document_current_for_callers_without_the_tier(
+    any_store: Store, tmp_path: Path
 ) -> None:
     _world(any_store)
+    settings = Settings(home=tmp_path / "home", embedder="none")
+    kb = KnowledgeBase(settings, store=any_store, embedder=HashingEmbedder(dim=64))
     for tiers, include, expected in (
         (GENERAL, False, {"OLD"}),
         (GENERAL, True, {"OLD", "GONE"}),
@@ -55,12 +61,9 @@ def test_the_stores_own_searches_keep_a_document_current_for_callers_without_the
         (BOTH, True, {"OLD", "NEW", "GONE"}),
     ):
         filters = SearchFilters(tiers=tiers, include_superseded=include)
-        found = {h.doc_id for h in any_store.sparse_search(["quasar"], filters, 10)}
-        assert found == expected, (tiers, include)
-        dense = getattr(any_store, "dense_search", None)
-        if dense is not None:  # PostgreSQL's pgvector search
-            query = HashingEmbedder(dim=64).embed(["quasar cache"])[0]
-            assert {h.doc_id for h in dense(np.asarray(query), filters, 10)} == expected
+        for mode in ("sparse", "dense", "hybrid"):
+            result = kb.search("quasar cache", filters, SearchOptions(k=10, mode=mode))
+            assert {c.doc_id for c in result.candidates} == expected, (tiers, include, mode)
 
 
 def test_supersession_answers_per_caller_from_the_rows(any_store: Store) -> None:

@@ -98,6 +98,7 @@ class _Deletion:
         home = data_home(self.kb)
         purged = self._delete_derived(pm, quotes, cascade)  # first: their reviews name them
         self.kb.store.delete(doc_id)
+        self.kb.store.erase_from_change_log(doc_id)  # replicas rebuild rather than learn the id
         _unlink_source(pm.source, home)
         purged.reviews += self.workflow.purge_document(doc_id) if self.workflow is not None else 0
         purged.notifications += purge_outbox(self.outbox, doc_id, quotes)
@@ -137,7 +138,9 @@ class _Deletion:
         """Rebuild what was fitted or indexed on the deleted text, then compact the files."""
         if self.kb.dense_family() == "lsa":
             self.kb.reindex()  # the LSA vocabulary was fitted on the deleted text
-        self.kb.index()  # the BM25 file beside the store, for the new generation
+        # rebuilt from every row, not updated: no index, in memory or beside the store, keeps
+        # the deleted text's words or statistics
+        self.kb.rebuild_index()
         known = [p for p in (self.kb.store.local_file, self.outbox.local_file) if p is not None]
         return compact(sqlite_files(home, *known))
 

@@ -1,9 +1,16 @@
-"""In-memory view of the store for fast filtered search, rebuilt when the store's generation moves.
+"""In-memory view of the store for fast filtered search, kept in step with the store's corpus
+generation: built from every row once, then updated with the documents each write changed
+(retrieval/updates.py: appended and tombstoned, compacted in the background).
 
 Chunks are grouped by document, so per-document best scores are one ``np.maximum.reduceat``;
-filters are document-level boolean masks, applied before any scoring. Beside the chunk index
-sits a document index (BM25F, one row per document: front-matter field and body field), which
-ranks documents by all of their text; chunk scores stay the best-passage evidence.
+filters are document-level boolean masks, applied before any scoring (a tombstoned document is
+in no mask). Beside the chunk index sits a document index (BM25F, one row per document:
+front-matter field and body field), which ranks documents by all of their text; chunk scores
+stay the best-passage evidence.
+
+Nothing a search computes depends on where a document or chunk sits in the index (dense cosines
+are row-by-row ``einsum``, not a BLAS product whose last bits depend on the row's position; ties
+break by id), so an updated index answers exactly as a fresh build of the same rows does.
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.retrieval.bm25 import BM25Index
+from seenbefore.retrieval.neighbours import Layout, Neighbours, cosines, id_hashes
 from seenbefore.retrieval.signals import SignalIndex
-from seenbefore.storage.base import Store
+from seenbefore.storage.base import ChunkRows, Store
 from seenbefore.types import SearchFilters
 
 log = logging.getLogger(__name__)
@@ -33,18 +41,39 @@ PHRASE_WEIGHT = 1.0
 # weight of the best chunk's BM25 score added to the document's (passage evidence)
 PASSAGE_WEIGHT = 0.0
 MAX_OVERLAP_WORDS = 200
+# the BM25 indexes saved beside a local store file (kb.sqlite.<kind>.npz), each with the
+# generation it was built at: chunks, documents, document word pairs
+SAVED_INDEX_KINDS = ("bm25", "bm25doc", "bm25doc2")
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float32]
 
 
-NEIGHBOUR_SAMPLE = 200  # documents whose nearest neighbour sets the KB's typical closeness
+class DenseRows:
+    """The dense matrix's rows, shared by an index and the indexes updated from it: each views
+    its first rows; appending writes past every existing view (or into a larger copy), so a
+    search on an older index never sees a row change under it."""
+
+    def __init__(self, dim: int, capacity: int = 0) -> None:
+        self.data = np.zeros((max(capacity, 16), dim), dtype=np.float32)
+        self.size = 0  # rows written: the newest view's length
+
+    def appended(self, used: int, rows: FloatArray) -> tuple[DenseRows, FloatArray]:
+        """(buffer, view of ``used + len(rows)`` rows) with ``rows`` after the first ``used``."""
+        total = used + len(rows)
+        target = self
+        if self.size != used or total > len(self.data):  # another index appended here already
+            target = DenseRows(self.data.shape[1], max(2 * total, 1024))
+            target.data[:used] = self.data[:used]
+        target.data[used:total] = rows
+        target.size = total
+        return target, target.data[:total]
 
 
 @dataclass
 class CorpusIndex:
     generation: int
-    doc_ids: list[str]
+    doc_ids: list[str]  # per document position; a tombstoned position keeps its id
     tiers: npt.NDArray[np.str_]
     current: BoolArray
     dates: npt.NDArray[np.int64]  # proleptic ordinal, -1 when undated
@@ -52,13 +81,18 @@ class CorpusIndex:
     chunk_ids: npt.NDArray[np.int64]
     chunk_doc: npt.NDArray[np.int64]  # document position of each chunk (grouped)
     doc_starts: npt.NDArray[np.int64]  # first chunk position of each document
+    doc_counts: npt.NDArray[np.int64]  # chunks of each document
     bm25: BM25Index
     doc_bm25: BM25Index | None = None  # one row per document (BM25F over front matter + body)
     doc_phrases: BM25Index | None = None  # the same over adjacent content-word pairs
-    signals: SignalIndex | None = None  # the postmortems' recorded signals (structured retrieval)
+    doc_signals: list[tuple[str, ...]] = field(default_factory=list)  # per document position
+    alive: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    doc_hash: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
     dense: FloatArray | None = None  # rows aligned with chunk_ids (zeros where missing)
     has_vector: BoolArray | None = None
     dense_name: str | None = None
+    dense_rows: DenseRows | None = None
+    neighbours: Neighbours | None = None
     _dense_cache: dict[tuple[object, ...], tuple[npt.NDArray[np.int64], FloatArray]] = field(
         default_factory=dict
     )
@@ -66,13 +100,30 @@ class CorpusIndex:
 
     @property
     def position(self) -> dict[str, int]:
+        """Each live document's position."""
         if not hasattr(self, "_position"):
-            self._position = {d: i for i, d in enumerate(self.doc_ids)}
+            live = self.alive
+            self._position = {d: i for i, d in enumerate(self.doc_ids) if live[i]}
         return self._position
 
     @property
     def n_docs(self) -> int:
+        """Document positions, tombstoned ones included (the length of every document array)."""
         return len(self.doc_ids)
+
+    @property
+    def tombstoned_share(self) -> float:
+        """Share of chunk rows that are tombstoned (compaction drops them)."""
+        return self.bm25.tombstoned / self.bm25.n_rows if self.bm25.n_rows else 0.0
+
+    @property
+    def signals(self) -> SignalIndex | None:
+        """The postmortems' recorded signals (structured retrieval), built on first use."""
+        if not hasattr(self, "_signals"):
+            self._signals = (
+                SignalIndex.build(self.doc_signals, live=self.alive) if self.alive.any() else None
+            )
+        return self._signals
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -85,7 +136,8 @@ class CorpusIndex:
         chunk_doc = np.fromiter(
             (position[d] for d in chunks.doc_ids), dtype=np.int64, count=len(chunks.doc_ids)
         )
-        starts = np.searchsorted(chunk_doc, np.arange(len(docs.ids)))
+        starts = np.searchsorted(chunk_doc, np.arange(len(docs.ids))).astype(np.int64)
+        counts = np.bincount(chunk_doc, minlength=len(docs.ids)).astype(np.int64)
         loaded = BM25Index.load(bm25_path) if bm25_path and bm25_path.exists() else None
         if (
             loaded is not None
@@ -102,27 +154,23 @@ class CorpusIndex:
             _document_index(chunks.texts, starts, generation, stem, bm25_path, ngram)
             for ngram in (1, 2)
         )
-        services: dict[str, BoolArray] = {}
-        for i, names in enumerate(docs.services):
-            for name in names:
-                services.setdefault(name, np.zeros(len(docs.ids), dtype=bool))[i] = True
         index = cls(
             generation=generation,
             doc_ids=docs.ids,
             tiers=np.asarray(docs.tiers, dtype=np.str_),
             current=np.asarray(docs.current, dtype=bool),
-            dates=np.asarray(
-                [dt.date.fromisoformat(d).toordinal() if d else -1 for d in docs.dates],
-                dtype=np.int64,
-            ),
-            services=services,
+            dates=ordinals(docs.dates),
+            services=service_masks(docs.services),
             chunk_ids=chunks.ids,
             chunk_doc=chunk_doc,
-            doc_starts=starts.astype(np.int64),
+            doc_starts=starts,
+            doc_counts=counts,
             bm25=bm25,
             doc_bm25=doc_bm25,
             doc_phrases=doc_phrases,
-            signals=SignalIndex.build(docs.signals) if docs.signals else None,
+            doc_signals=list(docs.signals) or [() for _ in docs.ids],
+            alive=np.ones(len(docs.ids), dtype=bool),
+            doc_hash=id_hashes(docs.ids),
         )
         index._load_vectors(store)
         log.info(
@@ -140,18 +188,24 @@ class CorpusIndex:
         ids, matrix = store.vectors()
         if not len(ids):
             return
-        rows = np.searchsorted(np.sort(self.chunk_ids), ids)
-        order = np.argsort(self.chunk_ids)
-        positions = order[rows]
-        dense = np.zeros((len(self.chunk_ids), matrix.shape[1]), dtype=np.float32)
-        dense[positions] = matrix
-        has = np.zeros(len(self.chunk_ids), dtype=bool)
-        has[positions] = True
-        self.dense, self.has_vector, self.dense_name = dense, has, info[0]
+        dense, has = aligned(self.chunk_ids, ids, matrix)
+        room = len(dense) + max(1024, len(dense) // 8)  # appends write here, not into a copy
+        self.dense_rows, self.dense = DenseRows(matrix.shape[1], room).appended(0, dense)
+        self.has_vector, self.dense_name = has, info[0]
+        self.neighbours = Neighbours.compute(self.layout())
+
+    def layout(self) -> Layout:
+        """What the neighbour sample reads (only with vectors)."""
+        if self.dense is None or self.has_vector is None:
+            raise ValueError("no vectors in the index")
+        return Layout(
+            self.doc_ids, self.doc_hash, self.alive, self.doc_starts, self.doc_counts,
+            self.chunk_doc, self.dense, self.has_vector,
+        )  # fmt: skip
 
     # -- filters ------------------------------------------------------------------------
     def doc_mask(self, filters: SearchFilters) -> BoolArray:
-        """Documents that pass ``filters`` (cached per filter: callers repeat theirs)."""
+        """Live documents that pass ``filters`` (cached per filter: callers repeat theirs)."""
         key = _filter_key(filters)
         cached = self._mask_cache.get(key)
         if cached is None:
@@ -166,6 +220,7 @@ class CorpusIndex:
             if filters.tiers
             else np.zeros(self.n_docs, dtype=bool)
         )
+        mask &= self.alive
         if not filters.include_superseded:
             mask &= self.current
         if filters.services:
@@ -190,35 +245,27 @@ class CorpusIndex:
 
     # -- scoring ------------------------------------------------------------------------
     def best_per_doc(self, chunk_scores: FloatArray, empty: float) -> FloatArray:
-        if not len(chunk_scores):
-            return np.zeros(0, dtype=np.float32)
-        best = np.maximum.reduceat(chunk_scores, self.doc_starts)
-        return np.where(self.doc_starts < len(chunk_scores), best, empty).astype(np.float32)
+        """Each document's best chunk score (``empty`` for a document without chunks)."""
+        out = np.full(self.n_docs, empty, dtype=np.float32)
+        has = self.doc_counts > 0
+        if len(chunk_scores) and has.any():
+            out[has] = np.maximum.reduceat(chunk_scores, self.doc_starts[has])
+        return out
 
     def best_chunk(self, doc: int, chunk_scores: FloatArray) -> int:
         start = int(self.doc_starts[doc])
-        end = int(self.doc_starts[doc + 1]) if doc + 1 < self.n_docs else len(chunk_scores)
+        end = start + int(self.doc_counts[doc])
         return start + int(np.argmax(chunk_scores[start:end]))
 
-    def neighbour_cosine(self, sample: int = NEIGHBOUR_SAMPLE) -> float | None:
-        """The median, over up to ``sample`` documents (a fixed spread over the index), of the
-        best cosine between a document's first chunk and any chunk of another document: how
-        close the KB's documents are to each other (once per index; None without vectors)."""
-        if self.dense is None or self.has_vector is None or self.n_docs < 2:
+    def neighbour_cosine(self) -> float | None:
+        """The median, over up to ``neighbours.SAMPLE`` documents, of the best cosine between a
+        document's first chunk and any chunk of another document: how close the KB's documents
+        are to each other (None without vectors or with fewer than two documents)."""
+        if self.dense is None or self.has_vector is None or self.alive.sum() < 2:
             return None
-        if not hasattr(self, "_neighbour"):
-            picks = np.unique(np.linspace(0, self.n_docs - 1, min(sample, self.n_docs)).astype(int))
-            rows = self.doc_starts[picks]
-            rows = rows[self.has_vector[rows]]
-            best: list[float] = []
-            if len(rows):
-                sims = self.dense[rows] @ self.dense.T  # sampled first chunks x every chunk
-                sims[:, ~self.has_vector] = -np.inf
-                for i, row in enumerate(rows):
-                    sims[i, self.chunk_doc == self.chunk_doc[row]] = -np.inf  # not itself
-                best = [float(v) for v in sims.max(axis=1) if np.isfinite(v)]
-            self._neighbour = float(np.median(best)) if best else None
-        return self._neighbour
+        if self.neighbours is None:
+            self.neighbours = Neighbours.compute(self.layout())
+        return self.neighbours.median()
 
     def dense_scores(
         self, query: FloatArray, filters: SearchFilters, doc_mask: BoolArray
@@ -237,8 +284,46 @@ class CorpusIndex:
             self._dense_cache[key] = cached
         rows, sub = cached
         out = np.full(len(self.chunk_ids), -np.inf, dtype=np.float32)
-        out[rows] = sub @ query.astype(np.float32)
+        out[rows] = cosines(sub, None, query.astype(np.float32))
         return out
+
+
+def aligned(
+    chunk_ids: npt.NDArray[np.int64], ids: npt.NDArray[np.int64], matrix: FloatArray
+) -> tuple[FloatArray, BoolArray]:
+    """``matrix`` (rows for chunk ``ids``) as rows aligned with ``chunk_ids`` (zeros where a
+    chunk has no vector), and which rows have one."""
+    dense = np.zeros((len(chunk_ids), matrix.shape[1]), dtype=np.float32)
+    has = np.zeros(len(chunk_ids), dtype=bool)
+    if len(ids) and len(chunk_ids):
+        order = np.argsort(chunk_ids)
+        at = np.searchsorted(chunk_ids[order], ids)
+        found = (at < len(order)) & (chunk_ids[order[np.minimum(at, len(order) - 1)]] == ids)
+        positions = order[at[found]]
+        dense[positions] = matrix[found]
+        has[positions] = True
+    return dense, has
+
+
+def ordinals(dates: Sequence[str | None]) -> npt.NDArray[np.int64]:
+    return np.asarray(
+        [dt.date.fromisoformat(d).toordinal() if d else -1 for d in dates], dtype=np.int64
+    )
+
+
+def service_masks(services: Sequence[Sequence[str]]) -> dict[str, BoolArray]:
+    masks: dict[str, BoolArray] = {}
+    for i, names in enumerate(services):
+        for name in names:
+            masks.setdefault(name, np.zeros(len(services), dtype=bool))[i] = True
+    return masks
+
+
+def document_fields(chunks: ChunkRows | Sequence[str]) -> tuple[str, str]:
+    """A document's two BM25F fields from its chunks in order: the first (its front matter)
+    and the body (the rest, overlaps dropped)."""
+    texts = list(chunks.texts if isinstance(chunks, ChunkRows) else chunks)
+    return (texts[0], join_chunks(texts[1:])) if texts else ("", "")
 
 
 def _document_index(
@@ -264,10 +349,7 @@ def _document_index(
         ):
             return loaded[0]
     bounds = [*starts.tolist(), len(texts)]
-    docs = []
-    for d in range(len(starts)):
-        parts = texts[bounds[d] : bounds[d + 1]]
-        docs.append((parts[0], join_chunks(parts[1:])) if parts else ("", ""))
+    docs = [document_fields(texts[bounds[d] : bounds[d + 1]]) for d in range(len(starts))]
     index = BM25Index.build_fields(docs, FIELD_WEIGHTS, stem=stem, ngram=ngram)
     if path is not None:
         index.save(path, generation, tag)

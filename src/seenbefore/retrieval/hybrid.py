@@ -186,7 +186,7 @@ class HybridRetriever:
         if options.sparse_unit == "chunk" or self.index.doc_bm25 is None:
             return best
         whole = rank_documents(self.index, query, scores, options.depth)
-        return whole if options.sparse_unit == "document" else both(whole, best)
+        return whole if options.sparse_unit == "document" else both(self.index, whole, best)
 
     def _doc_rankings(self, rankings: Rankings) -> dict[str, list[str]]:
         ids = self.index.doc_ids

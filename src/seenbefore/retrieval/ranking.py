@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.retrieval.corpus import (
@@ -17,6 +18,8 @@ from seenbefore.retrieval.corpus import (
     FloatArray,
 )
 from seenbefore.types import SearchFilters
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass
@@ -52,12 +55,18 @@ def rank(
 ) -> Ranked:
     """Documents ranked by their best chunk's score (those above ``floor``), ``depth`` kept."""
     per_doc = index.best_per_doc(chunk_scores, floor)
-    eligible = np.flatnonzero(doc_mask & (per_doc > floor))
-    if len(eligible) > depth:
-        part = np.argpartition(-per_doc[eligible], depth - 1)[:depth]
-        eligible = eligible[part]
-    order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), index.doc_ids[d]))
+    order = _top(index, per_doc, np.flatnonzero(doc_mask & (per_doc > floor)), depth)
     return Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, per_doc=per_doc)
+
+
+def _top(index: CorpusIndex, per_doc: FloatArray, eligible: IntArray, depth: int) -> list[int]:
+    """The ``depth`` best of ``eligible`` by score, ties by document id: the same documents
+    wherever they sit in the index (a partition alone would cut a tie by position)."""
+    if len(eligible) > depth:
+        cut = np.partition(per_doc[eligible], len(eligible) - depth)[len(eligible) - depth]
+        eligible = eligible[per_doc[eligible] >= cut]
+    order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), index.doc_ids[d]))
+    return order[:depth]
 
 
 def rank_documents(
@@ -75,17 +84,16 @@ def rank_documents(
         per_doc += PHRASE_WEIGHT * index.doc_phrases.scores(query.pairs, mask)
     if PASSAGE_WEIGHT:  # passage-level evidence beside the document's (Callan 1994)
         per_doc += PASSAGE_WEIGHT * index.best_per_doc(chunk_scores, 0.0)
-    eligible = np.flatnonzero(mask & (per_doc > 0))
-    if len(eligible) > depth:
-        eligible = eligible[np.argpartition(-per_doc[eligible], depth - 1)[:depth]]
-    order = sorted(eligible.tolist(), key=lambda d: (-float(per_doc[d]), index.doc_ids[d]))
+    order = _top(index, per_doc, np.flatnonzero(mask & (per_doc > 0)), depth)
     return Ranked(order, {d: float(per_doc[d]) for d in order}, chunk_scores, "document", per_doc)
 
 
-def both(whole: Ranked, best: Ranked) -> Ranked:
-    """Whole-document and best-chunk rankings fused with equal-weight RRF."""
-    fused = rrf({"document": [str(d) for d in whole.order], "chunk": [str(d) for d in best.order]})
-    order = [int(d) for d in ranked(fused)][: max(len(whole.order), len(best.order))]
+def both(index: CorpusIndex, whole: Ranked, best: Ranked) -> Ranked:
+    """Whole-document and best-chunk rankings fused with equal-weight RRF (ties by id)."""
+    ids = index.doc_ids
+    fused = rrf({"document": [ids[d] for d in whole.order], "chunk": [ids[d] for d in best.order]})
+    position = {ids[d]: d for d in (*whole.order, *best.order)}
+    order = [position[d] for d in ranked(fused)][: max(len(whole.order), len(best.order))]
     return Ranked(
-        order, {d: fused[str(d)] for d in order}, best.chunk_scores, "both", whole.per_doc
+        order, {d: fused[ids[d]] for d in order}, best.chunk_scores, "both", whole.per_doc
     )

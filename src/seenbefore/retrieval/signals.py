@@ -46,21 +46,27 @@ class SignalIndex:
     matrix: FloatArray  # documents x vocabulary, rows L2-normalised (zeros when no signals)
 
     @classmethod
-    def build(cls, signals: Sequence[Sequence[str]]) -> SignalIndex:
+    def build(
+        cls, signals: Sequence[Sequence[str]], *, live: npt.NDArray[np.bool_] | None = None
+    ) -> SignalIndex:
+        """One row per document position; a position outside ``live`` (tombstoned) gets a row
+        of zeros and counts in no statistic. Signals are numbered in name order, so nothing
+        depends on where a document sits."""
         normalised = [
-            list(dict.fromkeys(normalise_signal(s) for s in doc if s.strip())) for doc in signals
+            list(dict.fromkeys(normalise_signal(s) for s in doc if s.strip()))
+            if live is None or live[i]
+            else []
+            for i, doc in enumerate(signals)
         ]
-        vocabulary: dict[str, int] = {}
-        for doc in normalised:
-            for name in doc:
-                vocabulary.setdefault(name, len(vocabulary))
-        n_docs = len(normalised)
+        names = sorted({name for doc in normalised for name in doc})
+        vocabulary = {name: i for i, name in enumerate(names)}
+        n_docs = len(normalised) if live is None else int(live.sum())
         df = np.zeros(len(vocabulary), dtype=np.float64)
         for doc in normalised:
             for name in doc:
                 df[vocabulary[name]] += 1
         idf = np.log1p(n_docs / np.maximum(df, 1.0)).astype(np.float32)
-        matrix = np.zeros((n_docs, len(vocabulary)), dtype=np.float32)
+        matrix = np.zeros((len(normalised), len(vocabulary)), dtype=np.float32)
         for row, doc in enumerate(normalised):
             for position, name in enumerate(doc):
                 col = vocabulary[name]
@@ -110,7 +116,8 @@ class SignalIndex:
         if query is None:
             return out
         rows = np.flatnonzero(doc_mask)
-        out[rows] = self.matrix[rows] @ query
+        # row by row (einsum, not a BLAS product), so a score does not depend on the position
+        out[rows] = np.einsum("ij,j->i", self.matrix[rows], query)
         return out
 
     def ranked(

@@ -51,24 +51,17 @@ def vocabulary_signals(
     """(in_domain, query_coverage) of ``terms`` for row ``doc`` of a document-level index. A
     word counts as known when a ``visible`` document (every one by default) holds it: words
     only hidden or left-out documents use are as unknown to this search as any other."""
-    known = [
-        col
-        for col in index.term_ids(terms)
-        if visible is None or visible[index.rows[index.indptr[col] : index.indptr[col + 1]]].any()
-    ]
+    shown = index.alive if visible is None else visible & index.alive
+    known = [col for col in index.term_ids(terms) if shown[index.postings(col)[0]].any()]
     unknown = len(set(terms)) - len(known)
     if not terms:
         return 0.0, 0.0
-    total = float(sum(index.idf[c] for c in known)) + unknown * unseen_idf(index.n_rows)
+    total = float(sum(index.idf_of(c) for c in known)) + unknown * unseen_idf(index.n_live)
     if total <= 0:
         return 0.0, 0.0
-    inside = float(sum(index.idf[c] for c in known))
-    found = 0.0
-    for col in known:
-        start, end = index.indptr[col], index.indptr[col + 1]
-        pos = int(np.searchsorted(index.rows[start:end], doc))
-        if pos < end - start and index.rows[start + pos] == doc:
-            found += float(index.idf[col])
+    inside = float(sum(index.idf_of(c) for c in known))
+    held = set(index.terms_of(doc).tolist())
+    found = float(sum(index.idf_of(col) for col in known if col in held))
     return inside / total, found / total
 
 
@@ -76,7 +69,9 @@ def score_standing(
     per_doc: FloatArray, mask: BoolArray, order: Sequence[int]
 ) -> tuple[float, float]:
     """(z, gap) of the top document's score among the visible documents' scores, log1p-squashed."""
-    visible = per_doc[mask]
+    # sorted, so the sums below add the same numbers in the same order wherever the documents
+    # sit in the index (an updated index and a fresh build give the same bits)
+    visible = np.sort(per_doc[mask].astype(np.float64))
     visible = visible[np.isfinite(visible)]
     if len(visible) < 2 or not order:
         return 0.0, 0.0

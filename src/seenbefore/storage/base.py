@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -78,6 +78,50 @@ class DocumentRows:
     services: list[tuple[str, ...]]
     # each document's recorded signals (metric names), most telling first; empty when none
     signals: list[tuple[str, ...]] = field(default_factory=list)
+
+
+# How many corpus generations the change log keeps: a replica further behind rebuilds its index
+# from everything instead of applying the changes (``Store.changes_since`` answers None).
+CHANGE_LOG_GENERATIONS = 10_000
+# the change log's entry kinds: a document written or deleted; a document whose supersession a
+# write may have moved (its text and chunks unchanged); a corpus write that touched no document
+# (a quarantine row, an unchanged re-ingest); every document (re-embedding, restore)
+CHANGE_KINDS = ("document", "status", "none", "all")
+
+
+@dataclass(frozen=True)
+class CorpusChanges:
+    """What changed in the corpus after generation ``since`` up to ``generation``: the documents
+    written or deleted (their current rows, or their absence, are what an index applies), and
+    those whose supersession alone may have moved (their metadata is re-read)."""
+
+    since: int
+    generation: int
+    doc_ids: tuple[str, ...]
+    status_ids: tuple[str, ...] = ()
+
+    @property
+    def every_id(self) -> tuple[str, ...]:
+        return tuple(sorted({*self.doc_ids, *self.status_ids}))
+
+
+def changes_from_log(
+    since: int, generation: int, entries: Sequence[tuple[int, str, str]]
+) -> CorpusChanges | None:
+    """The changes ``entries`` (generation, kind, doc id) record after ``since``, or None when
+    they cannot say: ``since`` is ahead of the store (another store, or a restore), a
+    generation in between has no entry (pruned, restored, or written before the log existed),
+    or an entry says every document changed (re-embedding)."""
+    if since > generation:
+        return None
+    within = [(g, kind, d) for g, kind, d in entries if since < g <= generation]
+    if len({g for g, _, _ in within}) != generation - since:
+        return None
+    if any(kind == "all" for _, kind, _ in within):
+        return None
+    written = {d for _, kind, d in within if kind == "document"}
+    moved = {d for _, kind, d in within if kind == "status"} - written
+    return CorpusChanges(since, generation, tuple(sorted(written)), tuple(sorted(moved)))
 
 
 def _nothing() -> None:
@@ -182,12 +226,6 @@ class Store(ServiceStore, Protocol):
 
     def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
 
-    def sparse_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Best chunk per document for OR-joined ``terms``, pre-filtered, best first."""
-        ...
-
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
 
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int: ...
@@ -208,15 +246,37 @@ class Store(ServiceStore, Protocol):
         self, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
     ) -> None: ...
 
-    def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
+    def vectors(
+        self, chunk_ids: Sequence[int] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(chunk ids, matrix) of every chunk with a vector, or of those among ``chunk_ids``,
+        ordered by chunk id."""
+        ...
 
-    def chunk_rows(self) -> ChunkRows: ...
+    def chunk_rows(self, doc_ids: Sequence[str] | None = None) -> ChunkRows:
+        """Every chunk (or the chunks of ``doc_ids``), grouped by document id, then chunk id."""
+        ...
 
-    def document_rows(self) -> DocumentRows: ...
+    def document_rows(self, doc_ids: Sequence[str] | None = None) -> DocumentRows:
+        """Every document (or those of ``doc_ids`` that exist), ordered by id."""
+        ...
 
-    def supersede_rows(self) -> list[SupersedeRow]:
+    def supersede_rows(self, doc_ids: Sequence[str] | None = None) -> list[SupersedeRow]:
         """Every document's declared status, tier, ``supersedes`` and date, across every tier
-        (``Supersession.build`` answers per caller from them)."""
+        (``Supersession.build`` answers per caller from them); only ``doc_ids`` when given."""
+        ...
+
+    def erase_from_change_log(self, doc_id: str) -> None:
+        """Replace the change log's entries naming ``doc_id`` with 'all' markers, so the id
+        leaves no trace there (deleting a postmortem everywhere); an index behind those
+        generations rebuilds from every row instead of applying them."""
+        ...
+
+    def changes_since(self, generation: int) -> CorpusChanges | None:
+        """The documents written or deleted after corpus generation ``generation`` (read with
+        the current generation, in one snapshot), so an index built at ``generation`` can apply
+        them instead of rebuilding; None when the change log cannot say (see
+        :func:`changes_from_log`): the caller rebuilds from every row."""
         ...
 
     def get_json(self, key: str) -> Any: ...
@@ -242,6 +302,24 @@ class Store(ServiceStore, Protocol):
     def generations(self) -> tuple[int, int]:
         """(corpus generation, settings generation) in one read: what a search checks."""
         ...
+
+
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """A store that keeps a keyword index of its own (SQLite's FTS5, the transactional record
+    of the text): not part of :class:`Store`, since product search ranks with the knowledge
+    base's in-memory index on every backend and PostgreSQL keeps none
+    (``seenbefore.sparse_search`` uses it; benchmarks time it)."""
+
+    def sparse_search(
+        self, terms: Sequence[str], filters: SearchFilters, limit: int
+    ) -> list[ChunkHit]:
+        """Best chunk per document for OR-joined ``terms``, pre-filtered, best first."""
+        ...
+
+    def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
+
+    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
 
 
 def utc_now() -> str:

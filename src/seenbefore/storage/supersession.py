@@ -15,7 +15,7 @@ for the in-memory search path (``KnowledgeBase.search``), once per store generat
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -64,6 +64,7 @@ class Supersession:
     tier_of: dict[str, str]
     declared_superseded: frozenset[str]
     superseders: dict[str, list[SupersedeRow]]  # superseded id -> current superseders, newest first
+    rows: dict[str, SupersedeRow] = field(default_factory=dict, repr=False)  # by id
     _for_tiers: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict, repr=False)
     _sorted: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
@@ -78,7 +79,39 @@ class Supersession:
             tier_of={r.id: r.access_tier for r in rows},
             declared_superseded=frozenset(r.id for r in rows if r.status == "superseded"),
             superseders={k: newest_first(v) for k, v in links.items()},
+            rows={r.id: r for r in rows},
         )
+
+    def updated(
+        self, rows: Sequence[SupersedeRow], changed: Collection[str], generation: int
+    ) -> Supersession:
+        """This view with the documents ``changed`` replaced by ``rows`` (a changed id with no
+        row was deleted): what :meth:`build` over every row now gives, reading only those."""
+        now = {r.id: r for r in rows}
+        changed = set(changed)
+        every = dict(self.rows)
+        tier_of = dict(self.tier_of)
+        declared = set(self.declared_superseded)
+        targets: set[str] = set()
+        for doc_id in changed:
+            for row in (self.rows.get(doc_id), now.get(doc_id)):
+                if row is not None and row.supersedes:
+                    targets.add(row.supersedes)
+            every.pop(doc_id, None)
+            tier_of.pop(doc_id, None)
+            declared.discard(doc_id)
+            row = now.get(doc_id)
+            if row is not None:
+                every[doc_id], tier_of[doc_id] = row, row.access_tier
+                if row.status == "superseded":
+                    declared.add(doc_id)
+        superseders = dict(self.superseders)
+        for target in targets:
+            links = [r for r in superseders.pop(target, []) if r.id not in changed]
+            links += [r for r in now.values() if r.supersedes == target and r.status == "current"]
+            if links:
+                superseders[target] = newest_first(links)
+        return Supersession(generation, tier_of, frozenset(declared), superseders, every)
 
     def superseded_by(self, doc_id: str, tiers: Sequence[str]) -> str | None:
         for row in self.superseders.get(doc_id, ()):

@@ -13,11 +13,13 @@ from seenbefore.storage.postgres import rows as pgrows
 from seenbefore.storage.postgres.pool import Conn
 
 
-def take_over(conn: Conn, doc_id: str, replaces: Sequence[str]) -> tuple[Any, list[str | None]]:
+def take_over(
+    conn: Conn, doc_id: str, replaces: Sequence[str]
+) -> tuple[Any, list[tuple[str, str | None]]]:
     """The stored row of ``doc_id`` (content_hash, supersedes, source), after deleting the
     documents whose ids differ from it only in case, each of which ``replaces`` must name
-    (ConflictError for one it does not, before anything is deleted); with what each deleted
-    one superseded."""
+    (ConflictError for one it does not, before anything is deleted); with each deleted one's
+    id and what it superseded."""
     variants = conn.execute(
         "SELECT id, supersedes FROM documents WHERE lower(id) = lower(%s) AND id <> %s",
         (doc_id, doc_id),
@@ -25,12 +27,11 @@ def take_over(conn: Conn, doc_id: str, replaces: Sequence[str]) -> tuple[Any, li
     if any(v[0] not in replaces for v in variants):
         raise id_case_clash(doc_id)
     for variant, _ in variants:
-        removed = pgrows.delete_rows(conn, variant)
-        pgrows.count_change(conn, removed, -removed)
+        pgrows.count_change(conn, pgrows.delete_rows(conn, variant))
     old = conn.execute(
         "SELECT content_hash, supersedes, source FROM documents WHERE id = %s", (doc_id,)
     ).fetchone()
-    return old, [v[1] for v in variants]
+    return old, [(str(v[0]), v[1]) for v in variants]
 
 
 def stored_id(conn: Conn, doc_id: str) -> str:

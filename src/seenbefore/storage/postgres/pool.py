@@ -30,7 +30,6 @@ from seenbefore.storage.postgres.schema import (
     MIGRATION_LOCK,
     MIGRATIONS,
     MIN_SERVER_VERSION,
-    MIN_VECTOR_VERSION,
     OWNER_ROLE,
     SCHEMA,
     WRITE_LOCK,
@@ -64,14 +63,12 @@ class PgOptions:
     connect_timeout_s: float = 10.0
     retries: int = 3  # further attempts after the first, for RETRYABLE errors
     retry_backoff_s: float = 0.2
-    build_memory: str = "1GB"  # maintenance_work_mem while (re)building the HNSW index
 
 
 @dataclass(frozen=True)
 class ServerInfo:
     vector_schema: str
     vector_version: str
-    iterative_scan: bool  # pgvector >= 0.8: filtered HNSW scans continue until LIMIT rows pass
     bypasses_rls: bool  # a superuser or BYPASSRLS login: policies are not enforced for it
     # may SET ROLE to the owner: migrates, binds tiers without a key, and is no boundary
     maintenance: bool = True
@@ -85,10 +82,6 @@ def redact(url: str) -> str:
         return "(unparseable database URL)"
     host, port = info.get("host", "localhost"), info.get("port", "5432")
     return f"postgresql://{info.get('user', '')}@{host}:{port}/{info.get('dbname', '')}"
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 # One statement of the transaction's first round trip; the key travels as a bound parameter,
@@ -409,23 +402,14 @@ class Database:
             except pg_errors.FeatureNotSupported as exc:
                 raise StoreError(
                     f"database {self.display}: PostgreSQL has no pgvector ({exc}); install"
-                    " pgvector 0.8 or newer on the server"
+                    " pgvector on the server (the vector column type is all the store uses)"
                 ) from exc
             row = conn.execute(
                 "SELECT extnamespace::regnamespace::text, extversion FROM pg_extension"
                 " WHERE extname = 'vector'"
             ).fetchone()
         assert row is not None
-        schema, version = str(row[0]), str(row[1])
-        iterative = _version_tuple(version) >= MIN_VECTOR_VERSION
-        if not iterative:
-            log.warning(
-                "%s: pgvector %s has no iterative index scans (0.8.0+): filtered dense searches"
-                " may return fewer results; ALTER EXTENSION vector UPDATE",
-                self.display,
-                version,
-            )
-        return ServerInfo(schema, version, iterative, bypass)
+        return ServerInfo(str(row[0]), str(row[1]), bypass)
 
 
 def with_database(url: str, database: str) -> str:

@@ -5,6 +5,7 @@ Ids sort ``COLLATE "C"`` (byte order), as SQLite sorts them."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,8 +21,17 @@ def fingerprints(conn: Conn) -> dict[str, tuple[str, str]]:
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
-def supersede_rows(conn: Conn) -> list[SupersedeRow]:
-    rows = conn.execute("SELECT id, status, access_tier, supersedes, date FROM documents")
+def _among(column: str, ids: list[Any] | None) -> tuple[str, tuple[Any, ...]]:
+    """A WHERE clause keeping rows whose ``column`` is in ``ids`` ('' and no parameter for
+    None: every row)."""
+    return ("", ()) if ids is None else (f" WHERE {column} = ANY (%s)", (ids,))
+
+
+def supersede_rows(conn: Conn, doc_ids: list[str] | None = None) -> list[SupersedeRow]:
+    where, params = _among("id", doc_ids)
+    rows = conn.execute(
+        "SELECT id, status, access_tier, supersedes, date FROM documents" + where, params
+    )
     return [
         SupersedeRow(r[0], r[1], r[2], r[3], r[4].isoformat() if r[4] else None)
         for r in rows.fetchall()
@@ -42,9 +52,15 @@ def chunks_by_id(conn: Conn, chunk_ids: list[int]) -> dict[int, Chunk]:
     return {r[0]: Chunk(r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows}
 
 
-def vectors(conn: Conn, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """(chunk ids, matrix) for every chunk that has a vector, ordered by chunk id."""
-    rows = conn.execute("SELECT chunk_id, embedding FROM vectors ORDER BY chunk_id").fetchall()
+def vectors(
+    conn: Conn, dim: int, chunk_ids: list[int] | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """(chunk ids, matrix) for every chunk that has a vector (or those of ``chunk_ids``),
+    ordered by chunk id."""
+    where, params = _among("chunk_id", chunk_ids)
+    rows = conn.execute(
+        "SELECT chunk_id, embedding FROM vectors" + where + " ORDER BY chunk_id", params
+    ).fetchall()
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     matrix = np.zeros((len(rows), dim), dtype=np.float32)
     for i, row in enumerate(rows):
@@ -52,10 +68,11 @@ def vectors(conn: Conn, dim: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np
     return ids, matrix
 
 
-def chunk_rows(conn: Conn) -> ChunkRows:
-    """Every chunk's id, document id and text, grouped by document."""
+def chunk_rows(conn: Conn, doc_ids: list[str] | None = None) -> ChunkRows:
+    """Every chunk's id, document id and text (or those of ``doc_ids``), grouped by document."""
+    where, params = _among("doc_id", doc_ids)
     rows = conn.execute(
-        'SELECT id, doc_id, text FROM chunks ORDER BY doc_id COLLATE "C", id'
+        "SELECT id, doc_id, text FROM chunks" + where + ' ORDER BY doc_id COLLATE "C", id', params
     ).fetchall()
     return ChunkRows(
         ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
@@ -64,10 +81,13 @@ def chunk_rows(conn: Conn) -> ChunkRows:
     )
 
 
-def document_rows(conn: Conn) -> DocumentRows:
+def document_rows(conn: Conn, doc_ids: list[str] | None = None) -> DocumentRows:
+    where, params = _among("id", doc_ids)
     rows = conn.execute(
-        "SELECT id, access_tier, effective_status, date, services, signals"
-        ' FROM documents ORDER BY id COLLATE "C"'
+        "SELECT id, access_tier, effective_status, date, services, signals FROM documents"
+        + where
+        + ' ORDER BY id COLLATE "C"',
+        params,
     ).fetchall()
     return DocumentRows(
         ids=[r[0] for r in rows],

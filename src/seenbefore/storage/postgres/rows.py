@@ -1,11 +1,11 @@
 """The statements one PostgreSQL store transaction runs: writing a document's rows (sections,
-chunks with their keyword statistics, vectors), deleting them, keeping supersession and the
-filter columns copied onto chunks and vectors in step, and reading documents back."""
+chunks, vectors), deleting them, keeping supersession in step, the change log, and reading
+documents back."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,35 +14,64 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.base import EmbeddedVectors, StoreStats, stored_document
+from seenbefore.storage.base import (
+    CHANGE_LOG_GENERATIONS,
+    CorpusChanges,
+    EmbeddedVectors,
+    StoreStats,
+    changes_from_log,
+    stored_document,
+)
 from seenbefore.storage.postgres.pool import Conn
 from seenbefore.storage.postgres.schema import SCHEMA, TYPE_VECTORS_FUNCTION
-from seenbefore.types import Chunk, Postmortem, SearchFilters, Section, StoredDocument
+from seenbefore.types import Chunk, Postmortem, Section, StoredDocument
 
 
-def filter_sql(filters: SearchFilters, *, alias: str) -> tuple[str, list[Any]]:
-    """A WHERE clause over the denormalised filter columns of chunks / vectors."""
-    clauses = [f"{alias}.access_tier = ANY (%s)"]
-    params: list[Any] = [list(filters.tiers)]
-    if not filters.include_superseded:
-        clauses.append(f"{alias}.is_current")
-    if filters.services:
-        clauses.append(f"{alias}.services && %s::text[]")
-        params.append(list(filters.services))
-    if filters.date_from is not None:
-        clauses.append(f"{alias}.date >= %s")
-        params.append(filters.date_from)
-    if filters.date_to is not None:
-        clauses.append(f"{alias}.date <= %s")
-        params.append(filters.date_to)
-    if filters.exclude_ids:
-        clauses.append(f"{alias}.doc_id <> ALL (%s)")
-        params.append(list(filters.exclude_ids))
-    return " AND ".join(clauses), params
+def bump(
+    conn: Conn,
+    doc_ids: Collection[str] = (),
+    status_ids: Collection[str] = (),
+    *,
+    everything: bool = False,
+) -> None:
+    """Move the corpus generation and record what this write changed in the change log
+    (migration 7): documents written or deleted (``doc_ids``), documents whose supersession it
+    may have moved (``status_ids``), 'none' when neither, 'all' with ``everything``; entries
+    older than CHANGE_LOG_GENERATIONS generations are dropped. Runs server-side, one statement
+    each, so it pipelines."""
+    written = sorted(set(doc_ids))
+    moved = sorted(set(status_ids) - set(doc_ids))
+    kinds = ["document"] * len(written) + ["status"] * len(moved)
+    ids = written + moved
+    if everything or not ids:
+        kinds, ids = ["all" if everything else "none"], [""]
+    conn.execute(
+        "WITH g AS (UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'"
+        " RETURNING value::bigint AS generation)"
+        " INSERT INTO changes (generation, kind, doc_id)"
+        " SELECT g.generation, e.kind, e.doc_id FROM g, unnest(%s::text[], %s::text[])"
+        " AS e (kind, doc_id)",
+        (kinds, ids),
+    )
+    conn.execute(
+        "DELETE FROM changes WHERE generation <= (SELECT value::bigint FROM meta"
+        " WHERE key = 'generation') - %s",
+        (CHANGE_LOG_GENERATIONS,),
+    )
 
 
-def bump(conn: Conn) -> None:
-    conn.execute("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+def changes_since(conn: Conn, since: int) -> CorpusChanges | None:
+    """The change log after ``since`` with the generation it reaches (the caller's one
+    REPEATABLE READ transaction: a snapshot)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    generation = int(row[0]) if row else 0
+    if since >= generation:
+        return changes_from_log(since, generation, [])
+    entries = conn.execute(
+        "SELECT generation, kind, doc_id FROM changes WHERE generation > %s AND generation <= %s",
+        (since, generation),
+    ).fetchall()
+    return changes_from_log(since, generation, [(int(r[0]), r[1], r[2]) for r in entries])
 
 
 def bump_settings(conn: Conn) -> None:
@@ -53,17 +82,18 @@ def bump_settings(conn: Conn) -> None:
     )
 
 
-def count_change(conn: Conn, changed: int, delta: int) -> None:
+def count_change(conn: Conn, changed: int) -> None:
+    """Chunks written or deleted (LSA staleness reads the running count)."""
     conn.execute(
-        "UPDATE meta SET value = (value::bigint + CASE key WHEN 'chunks_changed' THEN %s"
-        " ELSE %s END)::text WHERE key IN ('chunks_changed', 'chunk_count')",
-        (changed, delta),
+        "UPDATE meta SET value = (value::bigint + %s)::text WHERE key = 'chunks_changed'",
+        (changed,),
     )
 
 
 def type_vectors(conn: Conn, dim: int) -> None:
-    """Give the vector column its dimension and the HNSW index: DDL the owner's function
-    (migration 5) runs, so a service login's first claim works too."""
+    """Give the vector column its dimension, so a vector of another one is refused: DDL the
+    owner's function (migrations 5 and 8) runs, so a service login's first claim works too. No
+    index: searches read the vectors into each replica's memory."""
     conn.execute(
         sql.SQL("SELECT {}.{}(%s)").format(
             sql.Identifier(SCHEMA), sql.Identifier(TYPE_VECTORS_FUNCTION)
@@ -94,75 +124,37 @@ def insert_children(
                 (len(chunks),),
             ).fetchall()
         ]
-        current = pm.status == "current"
         cur.executemany(
             "INSERT INTO chunks (id, doc_id, section_key, section_heading, section_position,"
-            " position, text, access_tier, is_current, date, services)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " position, text, access_tier) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
             [
-                (
-                    i,
-                    c.doc_id,
-                    c.section_key,
-                    c.section_heading,
-                    c.section_position,
-                    c.position,
-                    c.text,
-                    pm.access_tier,
-                    current,
-                    pm.date,
-                    list(pm.services),
-                )
+                (i, c.doc_id, c.section_key, c.section_heading, c.section_position, c.position,
+                 c.text, pm.access_tier)
                 for i, c in zip(ids, chunks, strict=True)
             ],
-        )
-        conn.execute(
-            "INSERT INTO lexemes (word, ndoc) SELECT u.lexeme, count(*) FROM chunks c,"
-            " unnest(c.tsv) u WHERE c.doc_id = %s GROUP BY u.lexeme ON CONFLICT (word)"
-            " DO UPDATE SET ndoc = lexemes.ndoc + excluded.ndoc",
-            (pm.id,),
-        )
+        )  # fmt: skip
         if vectors is not None:
             claim(conn, vectors.name, int(vectors.matrix.shape[1]))
             cur.executemany(
-                "INSERT INTO vectors (chunk_id, doc_id, access_tier, is_current, date, services,"
-                " embedding) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                "INSERT INTO vectors (chunk_id, doc_id, access_tier, embedding)"
+                " VALUES (%s, %s, %s, %s)",
                 [
-                    (
-                        i,
-                        pm.id,
-                        pm.access_tier,
-                        current,
-                        pm.date,
-                        list(pm.services),
-                        np.asarray(v, dtype=np.float32),
-                    )
+                    (i, pm.id, pm.access_tier, np.asarray(v, dtype=np.float32))
                     for i, v in zip(ids, vectors.matrix, strict=True)
                 ],
             )
 
 
 def delete_rows(conn: Conn, doc_id: str) -> int:
-    """Delete a document (sections, chunks and vectors cascade) and its keyword statistics;
-    returns how many chunks it had."""
-    gone = conn.execute(
-        "WITH s AS (SELECT u.lexeme AS word, count(*) AS n FROM chunks c, unnest(c.tsv) u"
-        " WHERE c.doc_id = %s GROUP BY u.lexeme)"
-        " UPDATE lexemes l SET ndoc = l.ndoc - s.n FROM s WHERE l.word = s.word"
-        " RETURNING l.word, l.ndoc",
-        (doc_id,),
-    ).fetchall()
-    empty = [w for w, n in gone if n <= 0]
-    if empty:
-        conn.execute("DELETE FROM lexemes WHERE word = ANY (%s)", (empty,))
+    """Delete a document (sections, chunks and vectors cascade); returns how many chunks it
+    had."""
     row = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = %s", (doc_id,)).fetchone()
     conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
     return int(row[0]) if row else 0
 
 
 def refresh_supersession(conn: Conn, doc_ids: Sequence[str]) -> None:
-    """Recompute who supersedes each of ``doc_ids``, their effective status, and the status
-    copied onto their chunks and vectors (the columns searches filter on)."""
+    """Recompute who supersedes each of ``doc_ids`` and their effective status."""
     ids = list(doc_ids)
     conn.execute(
         "UPDATE documents d SET superseded_by = (SELECT s.id FROM documents s"
@@ -175,15 +167,6 @@ def refresh_supersession(conn: Conn, doc_ids: Sequence[str]) -> None:
         " OR superseded_by IS NOT NULL THEN 'superseded' ELSE 'current' END WHERE id = ANY (%s)",
         (ids,),
     )
-    for table, key in (("chunks", "doc_id"), ("vectors", "doc_id")):
-        conn.execute(
-            sql.SQL(
-                "UPDATE {t} x SET is_current = (d.effective_status = 'current') FROM documents d"
-                " WHERE d.id = x.{k} AND x.{k} = ANY (%s)"
-                " AND x.is_current IS DISTINCT FROM (d.effective_status = 'current')"
-            ).format(t=sql.Identifier(table), k=sql.Identifier(key)),
-            (ids,),
-        )
 
 
 def documents(conn: Conn, doc_ids: list[str]) -> dict[str, StoredDocument]:
@@ -268,28 +251,21 @@ def write_table_rows(
 
 
 def load_vectors(
-    conn: Conn,
-    name: str,
-    chunk_ids: Sequence[int],
-    matrix: npt.NDArray[np.float32],
-    *,
-    build_memory: str,
+    conn: Conn, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
 ) -> None:
-    """Replace every vector (COPY into a temporary table, one INSERT with the filter columns),
-    type the column for this dimension and build the HNSW index after the load. Runs as the
-    owner (DDL); the statement timeout does not apply to this maintenance."""
+    """Replace every vector (COPY into a temporary table, one INSERT with each chunk's document
+    and tier, which row-level security reads) and type the column for this dimension. Runs as
+    the owner (DDL); the statement timeout does not apply to this maintenance."""
     dim = int(matrix.shape[1]) if len(matrix) else 0
     conn.execute("SELECT set_config('statement_timeout', '0', true)")
-    conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (build_memory,))
     conn.execute("DELETE FROM vectors")
-    conn.execute("DROP INDEX IF EXISTS vectors_hnsw")
     conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('embedder_name', %s), ('embedder_dim', %s)",
         (name, str(dim)),
     )
     if dim == 0:
-        bump(conn)
+        bump(conn, everything=True)
         return
     conn.execute(
         sql.SQL("ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({})").format(
@@ -304,18 +280,17 @@ def load_vectors(
         for chunk_id, vector in zip(chunk_ids, matrix, strict=True):
             copy.write_row((int(chunk_id), np.asarray(vector, dtype=np.float32)))
     done = conn.execute(
-        "INSERT INTO vectors (chunk_id, doc_id, access_tier, is_current, date, services,"
-        " embedding) SELECT c.id, c.doc_id, c.access_tier, c.is_current, c.date,"
-        " c.services, i.embedding FROM incoming i JOIN chunks c ON c.id = i.chunk_id"
+        "INSERT INTO vectors (chunk_id, doc_id, access_tier, embedding)"
+        " SELECT c.id, c.doc_id, c.access_tier, i.embedding FROM incoming i"
+        " JOIN chunks c ON c.id = i.chunk_id"
     )
     if done.rowcount != len(chunk_ids):
         raise StoreError(
             f"{len(chunk_ids) - done.rowcount} of {len(chunk_ids)} chunk ids are not in"
             " the store; embed the chunks `chunk_rows()` returns"
         )
-    conn.execute("CREATE INDEX vectors_hnsw ON vectors USING hnsw (embedding vector_cosine_ops)")
     conn.execute("ANALYZE vectors")
-    bump(conn)
+    bump(conn, everything=True)
 
 
 def superseder(conn: Conn, doc_id: str, tiers: Sequence[str]) -> str | None:

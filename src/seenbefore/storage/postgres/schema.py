@@ -1,4 +1,4 @@
-"""Roles, versioned forward-only migrations and search functions for the PostgreSQL store.
+"""Roles and versioned forward-only migrations for the PostgreSQL store.
 
 Roles (see :func:`bootstrap_sql`):
 
@@ -28,12 +28,12 @@ value only in the transaction it was issued for and only with a valid MAC. Who m
 So a session of the service login binds nothing without a key, and with a key never more than
 the key grants, whatever it sets, calls or inserts. Unset or empty bindings match nothing.
 
-Keyword search runs in :data:`KEYWORD_FUNCTION`, a ``SECURITY DEFINER`` function owned by the owner
-(which RLS does not restrict; the tables are not FORCEd) that applies the same tier predicate
-itself. It has to: PostgreSQL never uses an index for a non-leakproof operator below an RLS
-qual, and the full-text ``@@`` is not leakproof, so under RLS every keyword query became a
-sequential scan (measured: 50 ms instead of 20 ms at 100k chunks, growing with the table). The
-pgvector ordering operator is unaffected, so dense search reads ``vectors`` under RLS directly.
+The database holds the rows and answers reads; it does not search. Searches run on each
+replica's in-memory index (retrieval/corpus.py), kept in step through the change log (migration
+7). Migrations 1 to 7 also built an in-database search (a generated ``tsvector`` with a GIN
+index, a per-word ``lexemes`` table, the ``keyword_hits`` function, an HNSW index, filter
+columns copied onto chunks and vectors) that product search never read; migration 8 drops it
+(the measurement behind that: docs/decisions.md).
 
 A migration is applied under ``pg_advisory_lock`` by whichever process starts first on a
 maintenance login; the version is ``meta.schema_version``. A service login never migrates: it
@@ -47,7 +47,6 @@ SCHEMA = "seenbefore"
 OWNER_ROLE = "seenbefore_owner"
 APP_ROLE = "seenbefore_app"
 MIN_SERVER_VERSION = 160000  # GRANT ... WITH INHERIT FALSE, SET TRUE
-MIN_VECTOR_VERSION = (0, 8, 0)  # iterative index scans (hnsw.iterative_scan)
 MIGRATION_LOCK = 0x5EEB_0001  # pg_advisory_lock key while migrating
 WRITE_LOCK = 0x5EEB_0002  # pg_advisory_xact_lock key: one index writer at a time
 
@@ -66,9 +65,8 @@ RLS_TABLES = ("documents", "sections", "chunks", "vectors")
 BINDING_SETTING = "seenbefore.binding"  # the value bind_tiers() issues, set with SET LOCAL
 ALL_TIERS = "*"  # the bound tier list of a binding that sees every tier (no tier is named so)
 
-# Keyword text as the project's tokenizer sees it: runs of letters and digits. Anything else
-# (punctuation, underscores) separates words, so PostgreSQL's parser never makes host names,
-# file paths or hyphenated compounds that a query term could not match.
+# Migration 1's keyword text and search function (released: kept as written; migration 8 drops
+# both). Keyword text as the project's tokenizer sees it: runs of letters and digits.
 TSV = "to_tsvector('simple'::regconfig, regexp_replace(text, '[^[:alnum:]]+', ' ', 'g'))"
 
 KEYWORD_FUNCTION = "keyword_hits"
@@ -544,5 +542,70 @@ MIGRATIONS.append(
     );
     CREATE INDEX rate_buckets_updated ON rate_buckets (updated);
     CREATE TABLE embedding_cache (key text PRIMARY KEY, v bytea NOT NULL);
+    """
+)
+# --- migration 7 ---
+MIGRATIONS.append(
+    # 7: the change log (as SQLite migration 6): every corpus write records the documents it wrote
+    # or deleted under its generation, so a replica's index applies them instead of rebuilding
+    # (Store.changes_since). Document ids are tier-walled like the rows they name: only a
+    # transaction bound to every tier (migration 5's binding) reads the log; any write may
+    # append to it and prune it.
+    f"""
+    CREATE TABLE changes (
+        generation bigint NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('document', 'status', 'none', 'all')),
+        doc_id text NOT NULL DEFAULT '',
+        PRIMARY KEY (generation, kind, doc_id)
+    );
+    ALTER TABLE changes ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY changes_read ON changes FOR SELECT
+        USING ((SELECT '{ALL_TIERS}' = ANY (seenbefore.bound_tiers())) IS TRUE);
+    CREATE POLICY changes_append ON changes FOR INSERT WITH CHECK (true);
+    CREATE POLICY changes_prune ON changes FOR DELETE USING (true);
+    """
+)
+# --- migration 8 ---
+MIGRATIONS.append(
+    # 8: one search path (issue 26.1). Product search reads each replica's in-memory index;
+    # nothing read the in-database search, yet every write paid for it: the generated tsvector
+    # and its GIN index, an upsert per distinct word into lexemes, HNSW, and the tier, status,
+    # date and service columns copied onto chunks and vectors for its filters (and rewritten on
+    # every supersession change). Dropped here; row-level security keeps its columns (doc_id,
+    # access_tier) on every table it guards. The vector column's typing (migration 5) no longer
+    # builds an HNSW index.
+    f"""
+    DROP FUNCTION IF EXISTS {KEYWORD_FUNCTION}(
+        tsquery, boolean, text[], date, date, text[], integer, integer);
+    DROP TABLE IF EXISTS lexemes;
+    DROP INDEX IF EXISTS chunks_tsv;
+    DROP INDEX IF EXISTS vectors_hnsw;
+    ALTER TABLE chunks DROP COLUMN IF EXISTS tsv, DROP COLUMN IF EXISTS is_current,
+        DROP COLUMN IF EXISTS date, DROP COLUMN IF EXISTS services;
+    ALTER TABLE vectors DROP COLUMN IF EXISTS is_current, DROP COLUMN IF EXISTS date,
+        DROP COLUMN IF EXISTS services;
+    DELETE FROM meta WHERE key = 'chunk_count';
+
+    CREATE OR REPLACE FUNCTION {TYPE_VECTORS_FUNCTION}(p_dim integer) RETURNS void
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = {SCHEMA}, pg_catalog, pg_temp
+    AS $fn$
+    DECLARE
+        typed integer;
+        home text;
+    BEGIN
+        SELECT a.atttypmod INTO typed FROM pg_attribute a
+         WHERE a.attrelid = '{SCHEMA}.vectors'::regclass AND a.attname = 'embedding';
+        IF p_dim IS NULL OR p_dim < 1 OR (typed <> -1 AND typed <> p_dim) THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+                MESSAGE = format('vectors cannot be typed for dimension %s (typed: %s)', p_dim,
+                    typed),
+                HINT = 'run `seenbefore reindex` with the maintenance login to change embedders';
+        END IF;
+        SELECT quote_ident(e.extnamespace::regnamespace::text) INTO home
+          FROM pg_extension e WHERE e.extname = 'vector';
+        EXECUTE format('ALTER TABLE vectors ALTER COLUMN embedding TYPE %s.vector(%s)', home,
+            p_dim);
+    END
+    $fn$;
     """
 )

@@ -1,18 +1,15 @@
 """The server store: PostgreSQL with pgvector, shared by any number of service replicas.
 
 Same :class:`~seenbefore.storage.base.Store` contract as the SQLite store; one transaction per
-document keeps chunks, vectors, keyword statistics and metadata in step. What differs:
+document keeps chunks, vectors, the change log and metadata in step. What differs:
 
-- **Keyword search is PostgreSQL full text search, not BM25.** A generated ``tsvector`` (the
-  ``simple`` configuration over the same letter-and-digit words our tokenizer makes) with a GIN
-  index, OR-joined terms, ranked by ``ts_rank_cd`` (cover density, length-normalised). It has no
-  corpus-wide IDF and no BM25 saturation: on SciFact it scores 0.448 nDCG@10 where BM25 scores
-  0.667 (``benchmarks/beir.py --backend postgres``). The knowledge base's hybrid search does not
-  depend on it: it builds its in-memory BM25 and dense index from this store's rows, exactly as
-  on SQLite, so fusion, the trust gate and confidence see the same signals on both backends.
-- **Dense search** is pgvector: ``vector(d)`` for the claimed embedder's dimension, an HNSW index
-  (cosine), and iterative index scans (pgvector >= 0.8) so a filter that drops most neighbours
-  does not starve the result list.
+- **The database does not search.** Every replica builds the knowledge base's in-memory BM25
+  and dense index from this store's rows, exactly as on SQLite, and keeps it in step through
+  the change log (``changes_since``), so fusion, the trust gate and confidence see the same
+  signals on both backends. An in-database search (full text, which is not BM25: SciFact
+  nDCG@10 0.448 against 0.667; pgvector HNSW) was kept beside it until migration 8 dropped it:
+  nothing read it and every write paid for it (docs/decisions.md has the figures).
+- **Vectors** are pgvector ``vector(d)`` for the claimed embedder's dimension, read into memory.
 - **Access tiers are enforced by the database** with row-level security (see postgres/schema.py):
   methods that take tiers bind exactly those tiers; maintenance (ingest, reindex, the in-memory
   index build) binds every tier, explicitly. A service login binds only with its tier key
@@ -35,8 +32,8 @@ import numpy.typing as npt
 from seenbefore.errors import NotFoundError, StoreError
 from seenbefore.storage.base import (
     Checkpoints,
-    ChunkHit,
     ChunkRows,
+    CorpusChanges,
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
@@ -50,17 +47,10 @@ from seenbefore.storage.postgres import admin as pg_admin
 from seenbefore.storage.postgres import ids as pg_ids
 from seenbefore.storage.postgres import reads as pg_reads
 from seenbefore.storage.postgres import rows as pgrows
-from seenbefore.storage.postgres import search as pg_search
 from seenbefore.storage.postgres import tx as pg_tx
 from seenbefore.storage.postgres.pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.storage.supersession import SupersedeRow, as_seen
-from seenbefore.types import (
-    Chunk,
-    Postmortem,
-    QuarantineEntry,
-    SearchFilters,
-    StoredDocument,
-)
+from seenbefore.types import Chunk, Postmortem, QuarantineEntry, StoredDocument
 
 
 class PostgresStore(JsonSettings):
@@ -191,10 +181,17 @@ class PostgresStore(JsonSettings):
             with conn.pipeline():  # a handful of round trips, not one per statement
                 pgrows.insert_document(conn, pm, now)
                 pgrows.insert_children(conn, pm, chunks, vectors, self._claim_embedder)
-                pgrows.count_change(conn, removed + len(chunks), len(chunks) - removed)
-                affected = {pm.id, pm.supersedes, old[1] if old else None, *gone}
+                pgrows.count_change(conn, removed + len(chunks))
+                affected = {
+                    pm.id,
+                    pm.supersedes,
+                    old[1] if old else None,
+                    *(superseded for _, superseded in gone),
+                }
                 pgrows.refresh_supersession(conn, [a for a in affected if a])
-                pgrows.bump(conn)
+                # the change log: this document and the case variants it took over; those
+                # whose supersession it may move
+                pgrows.bump(conn, [pm.id, *(v for v, _ in gone)], [a for a in affected if a])
             return "updated" if old is not None or gone else "added"
 
         return self._db.run(write, tiers=None, write=True)
@@ -208,11 +205,10 @@ class PostgresStore(JsonSettings):
             found = row.fetchone()
             if found is None:
                 raise NotFoundError(f"no postmortem with id '{doc_id}'")
-            removed = pgrows.delete_rows(conn, doc_id)
-            pgrows.count_change(conn, removed, -removed)
+            pgrows.count_change(conn, pgrows.delete_rows(conn, doc_id))
             if found[0]:
                 pgrows.refresh_supersession(conn, [found[0]])
-            pgrows.bump(conn)
+            pgrows.bump(conn, [doc_id], [found[0]] if found[0] else [])
 
         self._db.run(write, tiers=None, write=True)
 
@@ -232,11 +228,23 @@ class PostgresStore(JsonSettings):
         stored, docs = self._db.run(read, tiers=visible)
         return visible_document(docs, stored, tiers)
 
-    def supersede_rows(self) -> list[SupersedeRow]:
-        return self._db.run(pg_reads.supersede_rows, tiers=None)
+    def supersede_rows(self, doc_ids: Sequence[str] | None = None) -> list[SupersedeRow]:
+        wanted = None if doc_ids is None else list(doc_ids)
+        return self._db.run(lambda c: pg_reads.supersede_rows(c, wanted), tiers=None)
 
-    def _as_seen(self, filters: SearchFilters) -> SearchFilters:
-        return pg_search.as_seen(self._db, filters)
+    def erase_from_change_log(self, doc_id: str) -> None:
+        def write(conn: Conn) -> None:
+            conn.execute(
+                "INSERT INTO changes (generation, kind, doc_id) SELECT DISTINCT generation,"
+                " 'all', '' FROM changes WHERE doc_id = %s ON CONFLICT DO NOTHING",
+                (doc_id,),
+            )
+            conn.execute("DELETE FROM changes WHERE doc_id = %s", (doc_id,))
+
+        self._db.run(write, tiers=None, write=True)
+
+    def changes_since(self, generation: int) -> CorpusChanges | None:
+        return self._db.run(lambda c: pgrows.changes_since(c, generation), tiers=None)
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         if not doc_ids:
@@ -270,30 +278,34 @@ class PostgresStore(JsonSettings):
     def replace_vectors(
         self, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
     ) -> None:
-        """Re-embed: drop every vector and write these, with the embedder's name, atomically.
-        The HNSW index is dropped and built again after the load (faster than growing it)."""
+        """Re-embed: drop every vector and write these, with the embedder's name, atomically."""
         if len(chunk_ids) != len(matrix):
             raise StoreError(f"{len(matrix)} vectors for {len(chunk_ids)} chunks")
 
         def write(conn: Conn) -> None:
-            pgrows.load_vectors(
-                conn, name, chunk_ids, matrix, build_memory=self._db.options.build_memory
-            )
+            pgrows.load_vectors(conn, name, chunk_ids, matrix)
 
         self._db.run(write, tiers=None, write=True, owner=True)
 
-    def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(chunk ids, matrix) for every chunk that has a vector, ordered by chunk id."""
+    def vectors(
+        self, chunk_ids: Sequence[int] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(chunk ids, matrix) for every chunk that has a vector (or those of ``chunk_ids``),
+        ordered by chunk id."""
         info = self.embedder_info()
         dim = info[1] if info else 0
-        return self._db.run(lambda c: pg_reads.vectors(c, dim), tiers=None)
+        wanted = None if chunk_ids is None else [int(c) for c in chunk_ids]
+        return self._db.run(lambda c: pg_reads.vectors(c, dim, wanted), tiers=None)
 
-    def chunk_rows(self) -> ChunkRows:
-        """Every chunk's id, document id and text, grouped by document (for in-memory indexes)."""
-        return self._db.run(pg_reads.chunk_rows, tiers=None)
+    def chunk_rows(self, doc_ids: Sequence[str] | None = None) -> ChunkRows:
+        """Every chunk's id, document id and text (or those of ``doc_ids``), grouped by
+        document (for in-memory indexes)."""
+        wanted = None if doc_ids is None else list(doc_ids)
+        return self._db.run(lambda c: pg_reads.chunk_rows(c, wanted), tiers=None)
 
-    def document_rows(self) -> DocumentRows:
-        return self._db.run(pg_reads.document_rows, tiers=None)
+    def document_rows(self, doc_ids: Sequence[str] | None = None) -> DocumentRows:
+        wanted = None if doc_ids is None else list(doc_ids)
+        return self._db.run(lambda c: pg_reads.document_rows(c, wanted), tiers=None)
 
     def get_meta(self, key: str) -> str | None:
         value = self._value("SELECT value FROM meta WHERE key = %s", (key,))
@@ -328,27 +340,6 @@ class PostgresStore(JsonSettings):
     def chunks_changed(self) -> int:
         """Chunks written or deleted since the store was created (for LSA staleness)."""
         return int(self.get_meta("chunks_changed") or 0)
-
-    # -- search ----------------------------------------------------------------------------
-    def sparse_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Full-text search (``ts_rank_cd``, not BM25) over chunks of documents that pass
-        ``filters``; best chunk per document, best first. Runs with the filter's tiers only."""
-        return pg_search.keyword_hits(self._db, terms, self._as_seen(filters), limit)
-
-    def dense_search(
-        self, vector: npt.NDArray[np.float32], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Nearest chunks by cosine (HNSW, iterative scan), best chunk per document, at most
-        ``limit`` documents; ``score`` is the cosine similarity. Runs with the filter's tiers."""
-        if self.embedder_info() is None:
-            return []
-        return pg_search.nearest(self._db, vector, self._as_seen(filters), limit)
-
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(chunks in the store, chunks containing each term) across every tier, for IDF."""
-        return pg_search.term_stats(self._db, terms)
 
     # -- quarantine ------------------------------------------------------------------------
     def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int:

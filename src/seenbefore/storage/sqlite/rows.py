@@ -7,13 +7,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.storage.base import StoreStats, id_case_clash, stored_document
+from seenbefore.storage.base import (
+    CHANGE_LOG_GENERATIONS,
+    CorpusChanges,
+    StoreStats,
+    changes_from_log,
+    id_case_clash,
+    stored_document,
+)
 from seenbefore.storage.sqlite.filters import current_sql
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, Section, StoredDocument
 
@@ -91,11 +98,11 @@ def delete_rows(conn: sqlite3.Connection, doc_id: str) -> None:
 
 def take_over(
     conn: sqlite3.Connection, doc_id: str, replaces: Sequence[str]
-) -> tuple[sqlite3.Row | None, list[str | None]]:
+) -> tuple[sqlite3.Row | None, list[tuple[str, str | None]]]:
     """The stored row of ``doc_id`` (content_hash, supersedes, source), after deleting the
     documents whose ids differ from it only in case, each of which ``replaces`` must name
-    (ConflictError for one it does not, before anything is deleted); with what each deleted
-    one superseded."""
+    (ConflictError for one it does not, before anything is deleted); with each deleted one's
+    id and what it superseded."""
     variants = conn.execute(
         "SELECT id, supersedes FROM documents WHERE lower(id) = lower(?) AND id <> ?",
         (doc_id, doc_id),
@@ -109,7 +116,7 @@ def take_over(
     old = conn.execute(
         "SELECT content_hash, supersedes, source FROM documents WHERE id = ?", (doc_id,)
     ).fetchone()
-    return old, [v["supersedes"] for v in variants]
+    return old, [(v["id"], v["supersedes"]) for v in variants]
 
 
 def stored_id(read: Read, doc_id: str, tiers: Sequence[str]) -> str:
@@ -136,6 +143,52 @@ def superseder(read: Read, doc_id: str, tiers: Sequence[str]) -> str | None:
 
 def blob(vector: npt.NDArray[np.float32]) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def bump(
+    conn: sqlite3.Connection,
+    doc_ids: Collection[str],
+    status_ids: Collection[str] = (),
+    *,
+    everything: bool = False,
+) -> None:
+    """Move the corpus generation and record what this write changed in the change log
+    (migration 6): documents written or deleted (``doc_ids``), documents whose supersession it
+    may have moved (``status_ids``), 'none' when neither, 'all' with ``everything``; entries
+    older than CHANGE_LOG_GENERATIONS generations are dropped."""
+    conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+    generation = int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+    entries = [(generation, "document", d) for d in sorted(set(doc_ids))]
+    entries += [(generation, "status", d) for d in sorted(set(status_ids) - set(doc_ids))]
+    if everything:
+        entries = [(generation, "all", "")]
+    elif not entries:
+        entries = [(generation, "none", "")]
+    conn.executemany(
+        "INSERT OR IGNORE INTO changes (generation, kind, doc_id) VALUES (?, ?, ?)", entries
+    )
+    conn.execute(
+        "DELETE FROM changes WHERE generation <= ?", (generation - CHANGE_LOG_GENERATIONS,)
+    )
+
+
+def changes_since(read: Read, since: int) -> CorpusChanges | None:
+    """The change log after ``since`` with the generation it reaches (one read, under the
+    store's lock: a snapshot)."""
+    generation = int(read("SELECT value FROM meta WHERE key = 'generation'", ())[0][0])
+    if since >= generation:
+        return changes_from_log(since, generation, [])
+    entries = read(
+        "SELECT generation, kind, doc_id FROM changes WHERE generation > ? AND generation <= ?",
+        (since, generation),
+    )
+    return changes_from_log(since, generation, [(int(r[0]), r[1], r[2]) for r in entries])
+
+
+def in_batches(ids: Sequence[Any], size: int = 500) -> Iterator[list[Any]]:
+    """``ids`` in lists of at most ``size`` (bound parameters per statement stay few)."""
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
 
 
 def count_change(conn: sqlite3.Connection, n: int) -> None:

@@ -197,3 +197,21 @@ MIGRATIONS.append(
     CREATE INDEX documents_id_folded ON documents (lower(id));
     """
 )
+# --- migration 6 ---
+MIGRATIONS.append(
+    # 6: the change log. Every corpus write (one generation) records the documents it wrote or
+    # deleted, so a search index at an older generation applies those instead of rebuilding from
+    # every row (Store.changes_since); 'status' marks a document whose supersession the write may
+    # have moved, 'none' a corpus write that touched no document, 'all' one that touched every
+    # document (re-embedding, restore). The store keeps the last
+    # CHANGE_LOG_GENERATIONS generations (storage/base.py). A store migrated here has no entries
+    # for its earlier generations, so an index older than this migration rebuilds once.
+    """
+    CREATE TABLE changes (
+        generation INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('document', 'status', 'none', 'all')),
+        doc_id TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (generation, kind, doc_id)
+    ) WITHOUT ROWID;
+    """
+)

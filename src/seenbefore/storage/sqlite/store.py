@@ -23,6 +23,7 @@ from seenbefore.storage.base import (
     Checkpoints,
     ChunkHit,
     ChunkRows,
+    CorpusChanges,
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
@@ -93,18 +94,27 @@ class SQLiteStore(JsonSettings):
         sqlite_files.migrate(self._conn, self._lock, self.path)
 
     @contextmanager
-    def _write(self, *, bump: bool = True, settings: bool = False) -> Iterator[sqlite3.Connection]:
+    def _write(
+        self,
+        *,
+        bump: bool = True,
+        settings: bool = False,
+        touched: set[str] | None = None,
+        moved: set[str] | None = None,
+        everything: bool = False,
+    ) -> Iterator[sqlite3.Connection]:
         """One write transaction; ``bump``: a corpus write, the generation moves (the search
-        index is stale); ``settings``: a settings write, only the settings generation moves
-        (the models and weights a search reads are re-read, the index is kept)."""
+        index is stale) and the change log records the documents the block put in ``touched``
+        (written or deleted) and in ``moved`` (supersession refreshed); ``everything``: every
+        document (re-embedding, restore); ``settings``: a settings write, only the settings
+        generation moves (the models and weights a search reads are re-read, the index is
+        kept)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
                 if bump:
-                    self._conn.execute(
-                        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-                    )
+                    sqrows.bump(self._conn, touched or (), moved or (), everything=everything)
                 if settings:
                     self._conn.execute(
                         "INSERT INTO meta (key, value) VALUES ('settings_generation', '1') ON "
@@ -160,7 +170,9 @@ class SQLiteStore(JsonSettings):
             raise StoreError(
                 f"{pm.id}: {len(vectors.matrix)} vectors for {len(chunks)} chunks; embed every chunk"
             )
-        with self._write() as conn:
+        touched: set[str] = set()  # the change log's entries for this write
+        moved: set[str] = set()
+        with self._write(touched=touched, moved=moved) as conn:
             old, removed = sqrows.take_over(conn, pm.id, replaces)  # and its case variants
             if old is not None and old["content_hash"] == pm.content_hash and not removed:
                 if old["source"] != pm.source:
@@ -180,8 +192,16 @@ class SQLiteStore(JsonSettings):
                         (chunk_id, sqrows.blob(vectors.matrix[index])),
                     )
             sqrows.count_change(conn, len(chunks))
-            affected = {pm.id, pm.supersedes, old["supersedes"] if old else None, *removed}
+            affected = {
+                pm.id,
+                pm.supersedes,
+                old["supersedes"] if old else None,
+                *(superseded for _, superseded in removed),
+            }
             sqrows.refresh_supersession(conn, [a for a in affected if a])
+            # the written document and the variants gone; the ones whose supersession it moves
+            touched.update([pm.id, *(variant for variant, _ in removed)])
+            moved.update(a for a in affected if a)
             return "updated" if old is not None or removed else "added"
 
     def _insert_chunk(self, conn: sqlite3.Connection, chunk: Chunk) -> int:
@@ -203,7 +223,8 @@ class SQLiteStore(JsonSettings):
             )
 
     def delete(self, doc_id: str) -> None:
-        with self._write() as conn:
+        moved: set[str] = set()
+        with self._write(touched={doc_id}, moved=moved) as conn:
             row = conn.execute(
                 "SELECT supersedes FROM documents WHERE id = ?", (doc_id,)
             ).fetchone()
@@ -214,6 +235,7 @@ class SQLiteStore(JsonSettings):
             sqrows.count_change(conn, int(n[0]))
             if row["supersedes"]:
                 sqrows.refresh_supersession(conn, [row["supersedes"]])
+                moved.add(row["supersedes"])
 
     def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
         """The document as a caller holding ``tiers`` sees it, its id matched regardless of case:
@@ -224,12 +246,43 @@ class SQLiteStore(JsonSettings):
             return doc  # no link at all, from any tier
         return as_seen(doc, sqrows.superseder(self._read, stored, tiers))
 
-    def supersede_rows(self) -> list[SupersedeRow]:
-        """Every document's declared status, tier, ``supersedes`` and date (every tier)."""
-        return [
-            SupersedeRow(r[0], r[1], r[2], r[3], r[4])
-            for r in self._read("SELECT id, status, access_tier, supersedes, date FROM documents")
-        ]
+    def supersede_rows(self, doc_ids: Sequence[str] | None = None) -> list[SupersedeRow]:
+        """Every document's declared status, tier, ``supersedes`` and date (every tier), or
+        those of ``doc_ids``."""
+        query = "SELECT id, status, access_tier, supersedes, date FROM documents"
+        return [SupersedeRow(r[0], r[1], r[2], r[3], r[4]) for r in self._rows(query, doc_ids)]
+
+    def _rows(
+        self, query: str, ids: Sequence[Any] | None, column: str = "id", order: str = ""
+    ) -> list[sqlite3.Row]:
+        """``query``'s rows, all of them or those whose ``column`` is among ``ids`` (read in
+        batches; ``order`` is applied within each batch, whose ids are sorted)."""
+        if ids is None:
+            return self._read(query + order)
+        rows: list[sqlite3.Row] = []
+        for batch in sqrows.in_batches(sorted(set(ids))):
+            where = f" WHERE {column} IN ({','.join('?' * len(batch))})"
+            rows += self._read(query + where + order, batch)
+        return rows
+
+    def erase_from_change_log(self, doc_id: str) -> None:
+        with self._write(bump=False) as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO changes (generation, kind, doc_id)"
+                " SELECT generation, 'all', '' FROM changes WHERE doc_id = ?",
+                (doc_id,),
+            )
+            conn.execute("DELETE FROM changes WHERE doc_id = ?", (doc_id,))
+
+    def changes_since(self, generation: int) -> CorpusChanges | None:
+        with self._lock:
+            self._conn.execute("BEGIN")  # one snapshot: the generation and the log up to it
+            try:
+                return sqrows.changes_since(
+                    lambda sql, params: self._conn.execute(sql, params).fetchall(), generation
+                )
+            finally:
+                self._conn.execute("COMMIT")
 
     def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]:
         return sqrows.documents(self._read, doc_ids)
@@ -270,7 +323,7 @@ class SQLiteStore(JsonSettings):
         """Re-embed: drop every vector and write these, with the embedder's name, atomically."""
         if len(chunk_ids) != len(matrix):
             raise StoreError(f"{len(matrix)} vectors for {len(chunk_ids)} chunks")
-        with self._write() as conn:
+        with self._write(everything=True) as conn:
             conn.execute("DELETE FROM vectors")
             conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
             self._claim_embedder(conn, name, int(matrix.shape[1]) if len(matrix) else 0)
@@ -279,28 +332,38 @@ class SQLiteStore(JsonSettings):
                 ((int(c), sqrows.blob(v)) for c, v in zip(chunk_ids, matrix, strict=True)),
             )
 
-    def vectors(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(chunk ids, matrix) for every chunk that has a vector, ordered by chunk id."""
+    def vectors(
+        self, chunk_ids: Sequence[int] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(chunk ids, matrix) for every chunk that has a vector (or those of ``chunk_ids``),
+        ordered by chunk id."""
         info = self.embedder_info()
-        rows = self._read("SELECT chunk_id, vector FROM vectors ORDER BY chunk_id")
+        wanted = None if chunk_ids is None else [int(c) for c in chunk_ids]
+        rows = self._rows(
+            "SELECT chunk_id, vector FROM vectors", wanted, "chunk_id", " ORDER BY chunk_id"
+        )
         dim = info[1] if info else 0
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
         return ids, matrix.astype(np.float32, copy=False)
 
-    def chunk_rows(self) -> ChunkRows:
-        """Every chunk's id, document id and text, grouped by document (for in-memory indexes)."""
-        rows = self._read("SELECT id, doc_id, text FROM chunks ORDER BY doc_id, id")
+    def chunk_rows(self, doc_ids: Sequence[str] | None = None) -> ChunkRows:
+        """Every chunk's id, document id and text (or those of ``doc_ids``), grouped by
+        document (for in-memory indexes)."""
+        rows = self._rows(
+            "SELECT id, doc_id, text FROM chunks", doc_ids, "doc_id", " ORDER BY doc_id, id"
+        )
         return ChunkRows(
             ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
             doc_ids=[r[1] for r in rows],
             texts=[r[2] for r in rows],
         )
 
-    def document_rows(self) -> DocumentRows:
-        rows = self._read(
-            "SELECT id, access_tier, effective_status, date, services, signals "
-            "FROM documents ORDER BY id"
+    def document_rows(self, doc_ids: Sequence[str] | None = None) -> DocumentRows:
+        rows = self._rows(
+            "SELECT id, access_tier, effective_status, date, services, signals FROM documents",
+            doc_ids,
+            order=" ORDER BY id",
         )
         return DocumentRows(
             ids=[r[0] for r in rows],
@@ -409,5 +472,5 @@ class SQLiteStore(JsonSettings):
             self._conn, self._lock, self.local_file, source, open_copy=SQLiteStore, verify=verify
         )
         self._migrate()
-        with self._write():
-            pass  # bump the generation: every cache is now stale
+        with self._write(everything=True):
+            pass  # bump the generation: every cache is now stale, every index rebuilds

@@ -53,7 +53,8 @@ from seenbefore.retrieval import updates
 from seenbefore.retrieval.embedders import MINILM_NAME, normalise
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.tokenize import query_terms
-from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.ports import Store
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters
 

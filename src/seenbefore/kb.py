@@ -48,8 +48,9 @@ from seenbefore.retrieval.embedders import (
     neural_failure,
 )
 from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
-from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.storage.base import EmbeddedVectors
 from seenbefore.storage.factory import open_store
+from seenbefore.storage.ports import Store
 from seenbefore.storage.supersession import Supersession
 from seenbefore.types import Chunk, Postmortem, SearchFilters, SearchResult
 
@@ -287,7 +288,7 @@ class KnowledgeBase:
 
     def _corpus_at(self, generation: int) -> tuple[CorpusIndex, Supersession]:
         """The index and supersession view at ``generation`` (or later): kept when current,
-        else updated with the documents written since (``Store.changes_since``), else rebuilt
+        else updated with the documents written since (``ChangeLog.changes_since``), else rebuilt
         from every row (a first search, or a change log that does not reach back)."""
         with self._corpus_lock:
             index, view = self._index, self._supersession

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from seenbefore.cli.app import app
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.jsonl import FieldMapping
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import Store
 from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import WriteDoc, postmortem_text

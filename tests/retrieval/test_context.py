@@ -19,7 +19,7 @@ from seenbefore.evaluation import selfcal
 from seenbefore.kb import KnowledgeBase, shipped_defaults
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import Store
 from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters

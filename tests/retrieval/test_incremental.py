@@ -27,7 +27,8 @@ from seenbefore.retrieval.bm25 import BM25Index
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.ports import Store
 from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import SearchFilters, SearchResult

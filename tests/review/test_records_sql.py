@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from seenbefore.review.records import ReviewRecords
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import Store
 from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
 

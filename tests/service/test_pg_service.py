@@ -17,7 +17,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.notify import DeliveryResult, Notification, Outbox
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service.app import create_app
-from seenbefore.storage.factory import open_store, outbox_rows_of
+from seenbefore.storage.factory import open_store
 from seenbefore.storage.postgres.pool import PgOptions
 from seenbefore.storage.postgres.schema import OWNER_ROLE
 from seenbefore.storage.postgres.store import PostgresStore
@@ -77,7 +77,7 @@ def test_the_review_loop_runs_over_postgres(
     assert again.status_code == 409
     # a notification that quotes the draft waits in the database's outbox (not a file)
     store = client.app.state.service.kb.store  # type: ignore[attr-defined]
-    outbox = Outbox(rows=outbox_rows_of(store, tmp_path / "unused.sqlite"))
+    outbox = Outbox(rows=store.outbox_rows(tmp_path / "unused.sqlite"))
     outbox.add(
         "slack",
         Notification(make_anomaly(), "pool saturated", draft=review["draft"]),

@@ -9,7 +9,7 @@ import pytest
 from seenbefore.errors import ConflictError, NotFoundError
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import Store
 from tests.conftest import postmortem_text
 from tests.storage.test_contract import hits
 

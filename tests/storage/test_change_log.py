@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from seenbefore.retrieval.embedders import MINILM_NAME
-from seenbefore.storage.base import CorpusChanges, Store
+from seenbefore.storage.base import CorpusChanges
+from seenbefore.storage.ports import Store
 from tests.storage.test_contract import put
 
 

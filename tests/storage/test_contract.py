@@ -24,7 +24,8 @@ from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.ports import Store
 from seenbefore.types import Candidate, Chunk, Postmortem, SearchFilters
 from tests.conftest import postmortem_text
 

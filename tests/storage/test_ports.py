@@ -1,20 +1,39 @@
-"""The parts of the Store port that replaced callers' backend branches: the dialect fragments
+"""The store's ports (storage/ports.py): both adapters speak every one, the callers named here
+hold the narrowest port of their role, and no port declares a member nothing above the adapters
+uses; then the parts that replaced callers' backend branches: the dialect fragments
 (``store.sql``), where a store lives, leases, the review checkpointer, erasing, and the audit
-log's guards; each run against SQLite and PostgreSQL through ``any_store``."""
+log's guards, each run against SQLite and PostgreSQL through ``any_store``."""
 
 from __future__ import annotations
 
+import inspect
+import re
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, Protocol, get_type_hints
 
 import pytest
 
+import seenbefore
 from seenbefore.errors import StoreError
-from seenbefore.storage.base import Store
+from seenbefore.evaluation import selftest
+from seenbefore.knowledge import ingest as ingest_mod
+from seenbefore.retrieval import updates
+from seenbefore.retrieval.context import SearchContext
+from seenbefore.retrieval.corpus import CorpusIndex
+from seenbefore.review.records import ReviewRecords
+from seenbefore.security.audit import AuditLog
+from seenbefore.security.tokens import TokenStore
+from seenbefore.storage import ports
+from seenbefore.storage import transfer as transfer_mod
 from seenbefore.storage.dialect import POSTGRES_SQL, SQLITE_SQL
+from seenbefore.storage.ports import Store
 from seenbefore.storage.postgres.pool import redact
+from seenbefore.storage.postgres.store import PostgresStore
 from seenbefore.storage.sqlite.store import SQLiteStore
+from seenbefore.storage.sqlport import ServiceStore
 
 # three rows of a JSON-array column, as the service tables keep them (text on both backends)
 ROWS = (
@@ -166,3 +185,90 @@ def test_a_dropped_sqlite_audit_trigger_is_named(tmp_path: Path) -> None:
         assert store.audit_guards_missing() == (
             "the append-only trigger(s) audit_log_no_delete are missing"
         )
+
+
+# -- the roles: both adapters speak every port, callers hold the narrowest, none is wider ----
+def _members(port: type) -> set[str]:
+    """The names a Protocol declares, its bases' included (typing's own machinery left out)."""
+    names: set[str] = set()
+    for cls in port.__mro__:
+        if cls in (object, Protocol, Generic) or not getattr(cls, "_is_protocol", False):
+            continue
+        names |= {n for n in vars(cls) if not n.startswith("_") or n in ("__enter__", "__exit__")}
+        names |= set(getattr(cls, "__annotations__", {}))
+    return names
+
+
+PORTS: list[type] = [
+    getattr(ports, name)
+    for name in ports.__all__
+    if isinstance(getattr(ports, name), type) and getattr(getattr(ports, name), "_is_protocol", 0)
+]
+
+
+@pytest.mark.parametrize("port", PORTS, ids=lambda p: p.__name__)
+def test_both_adapters_speak_every_port(any_store: Store, port: type) -> None:
+    adapter = type(any_store)
+    if port is ports.KeywordIndex and adapter is PostgresStore:
+        pytest.skip("the keyword index is SQLite's own (FTS5); PostgreSQL keeps none")
+    missing = sorted(n for n in _members(port) if not hasattr(any_store, n))
+    assert missing == [], f"{adapter.__name__} lacks {port.__name__}.{missing}"
+    for name in _members(port):
+        declared = getattr(port, name, None)
+        if not inspect.isfunction(declared):
+            continue
+        want = list(inspect.signature(declared).parameters)
+        have = list(inspect.signature(getattr(adapter, name)).parameters)
+        assert have[: len(want)] == want, f"{adapter.__name__}.{name}{have} vs port {want}"
+
+
+# (a caller, its store parameter, the port it must hold): none takes the whole Store
+CALLERS: list[tuple[Callable[..., object], str, object]] = [
+    (CorpusIndex.build, "store", ports.CorpusReads),
+    (updates.apply, "store", ports.CorpusReads),
+    (SearchContext.build, "store", ports.ContextReads),
+    (ingest_mod.Ingestor.__init__, "store", ports.DocumentWrites),
+    (selftest.self_test_cases, "store", ports.DocumentReads),
+    (AuditLog.__init__, "store", ports.AuditStore),
+    (TokenStore.__init__, "store", ServiceStore),
+    (ReviewRecords.__init__, "store", ServiceStore),
+    (transfer_mod.transfer, "source", ports.Transferable),
+    (transfer_mod.transfer, "target", ports.Transferable),
+    (transfer_mod.inventory, "store", ports.Transferable),
+]
+
+
+@pytest.mark.parametrize(
+    ("caller", "param", "port"), CALLERS, ids=lambda v: getattr(v, "__qualname__", str(v))
+)
+def test_callers_hold_the_port_of_their_role(
+    caller: Callable[..., object], param: str, port: object
+) -> None:
+    assert get_type_hints(caller)[param] is port
+    assert port is not ports.Store
+
+
+def test_no_port_declares_a_member_no_caller_outside_the_adapters_uses() -> None:
+    """A member belongs on a port only if something above the adapters calls it on a store: the
+    source outside the adapters and the ports must hold ``<a store>.name`` somewhere, a store
+    being what its callers name it (``store``, ``kb.store``, ``self._store``, ``source``,
+    ``target``, ``src``, ``dst``)."""
+    root = Path(seenbefore.__file__).parent
+    skip = {root / "storage" / "ports.py", root / "storage" / "base.py"}
+    text = "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*.py"))
+        if p not in skip and not {"sqlite", "postgres"} & set(p.relative_to(root).parts[:-1])
+    )
+    unused = sorted(
+        f"{port.__name__}.{name}"
+        for port in PORTS
+        for name in _members(port) - {"__enter__", "__exit__"}
+        if not re.search(rf"\w*(store|source|target|src|dst)(\(\))?\s*\.\s*{name}\b", text)
+    )
+    assert unused == []
+
+
+def test_transfer_names_no_adapter() -> None:
+    source = Path(transfer_mod.__file__).read_text(encoding="utf-8")
+    assert not re.search(r"storage\.(sqlite|postgres)|SQLiteStore|PostgresStore", source)

@@ -11,7 +11,8 @@ from seenbefore.config import Settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.ports import Store
 from seenbefore.storage.supersession import SupersedeRow, Supersession, newest_first
 from seenbefore.types import SearchFilters
 from tests.storage.test_contract import doc

@@ -19,7 +19,7 @@ from seenbefore.cli.common import (
 )
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import StoreError
-from seenbefore.storage.base import RestoreCheck, Store
+from seenbefore.storage.ports import AuditStore, RestoreCheck
 from seenbefore.storage.sqlite.restore import REFUSED, one_line
 
 
@@ -181,7 +181,7 @@ def restore(
 def _audit_chain_intact(path: Path) -> RestoreCheck:
     """The restore's audit check, run on the staged copy (security sits above storage)."""
 
-    def check(copy: Store) -> None:
+    def check(copy: AuditStore) -> None:
         from seenbefore.security.audit import AuditLog
 
         result = AuditLog(copy).verify()

@@ -14,7 +14,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.security.tokens import check_tiers
 
 if TYPE_CHECKING:
-    from seenbefore.storage.base import Store
+    from seenbefore.storage.ports import Store
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)

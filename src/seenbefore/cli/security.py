@@ -12,7 +12,7 @@ from seenbefore.cli.common import console, err_console, open_store, print_json, 
 from seenbefore.errors import InputError
 from seenbefore.security.audit import AuditLog, AuditRecord
 from seenbefore.security.tokens import ROLES, TokenStore, local_principal
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import AuditStore
 
 token_app = typer.Typer(
     help="API tokens for the HTTP service and the web review queue.", no_args_is_help=True
@@ -23,7 +23,7 @@ audit_app = typer.Typer(
 
 
 def record_local(
-    store: Store, action: str, caller_tiers: Sequence[str], **fields: Any
+    store: AuditStore, action: str, caller_tiers: Sequence[str], **fields: Any
 ) -> AuditRecord:
     """Audit a CLI action as the local user (``local:<user>``, holding ``caller_tiers``)."""
     return AuditLog(store).record(local_principal(caller_tiers), action, **fields)

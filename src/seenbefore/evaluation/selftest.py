@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from seenbefore.evaluation.cases import Case
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import DocumentReads
 
 
-def self_test_cases(store: Store, tiers: Sequence[str]) -> list[Case]:
+def self_test_cases(store: DocumentReads, tiers: Sequence[str]) -> list[Case]:
     docs = store.documents_meta(store.list_ids(list(tiers)))
     current = {d: s for d, s in docs.items() if s.effective_status == "current"}
     by_type: dict[str, set[str]] = {}

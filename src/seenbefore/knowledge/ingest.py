@@ -16,7 +16,8 @@ from seenbefore.errors import InputError, PostmortemInvalid
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.jsonl import FieldMapping, read_jsonl
 from seenbefore.knowledge.validate import content_hash, decode, postmortem_from_markdown
-from seenbefore.storage.base import EmbeddedVectors, Store
+from seenbefore.storage.base import EmbeddedVectors
+from seenbefore.storage.ports import DocumentWrites
 from seenbefore.textguard import scan
 from seenbefore.types import Chunk, Postmortem
 
@@ -90,7 +91,7 @@ class Ingestor:
 
     def __init__(
         self,
-        store: Store,
+        store: DocumentWrites,
         *,
         policy: ChunkingPolicy | None = None,
         max_file_bytes: int = 1_000_000,

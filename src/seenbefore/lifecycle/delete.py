@@ -15,7 +15,6 @@ from seenbefore.lifecycle.home import OUTBOX_FILE, SAMPLED_LOG, Purger, data_hom
 from seenbefore.lifecycle.traces import mentions, purge_jsonl, purge_outbox, quotations
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import Principal
-from seenbefore.storage.factory import outbox_rows_of
 from seenbefore.storage.outbox import OutboxRows
 from seenbefore.types import Postmortem, StoredDocument
 
@@ -52,7 +51,7 @@ def delete_postmortem(
     The outbox purged is the store's: the file at ``outbox_path`` (default: beside the store)
     on SQLite, the database's table on PostgreSQL."""
     path = outbox_path if outbox_path is not None else data_home(kb) / OUTBOX_FILE
-    deletion = _Deletion(kb, actor, audit, workflow, outbox_rows_of(kb.store, path), session)
+    deletion = _Deletion(kb, actor, audit, workflow, kb.store.outbox_rows(path), session)
     return deletion.delete(doc_id, tiers, compact_files=compact_files, cascade=frozenset())
 
 

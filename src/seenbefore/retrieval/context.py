@@ -20,7 +20,7 @@ from seenbefore.retrieval.calibration_record import RECORD, describe, self_gate
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import LSA_PREFIX
 from seenbefore.retrieval.plan import QueryPlan, Scoring
-from seenbefore.storage.base import Store
+from seenbefore.storage.ports import ContextReads
 from seenbefore.storage.supersession import Supersession
 from seenbefore.types import ModelFit
 
@@ -77,7 +77,7 @@ class SearchContext:
     @classmethod
     def build(
         cls,
-        store: Store,
+        store: ContextReads,
         *,
         generation: int,
         index: CorpusIndex,

@@ -28,7 +28,8 @@ import numpy.typing as npt
 from seenbefore.retrieval.bm25 import BM25Index
 from seenbefore.retrieval.neighbours import Layout, Neighbours, cosines, id_hashes
 from seenbefore.retrieval.signals import SignalIndex
-from seenbefore.storage.base import ChunkRows, Store
+from seenbefore.storage.base import ChunkRows
+from seenbefore.storage.ports import CorpusReads
 from seenbefore.types import SearchFilters
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ class CorpusIndex:
 
     # -- construction -------------------------------------------------------------------
     @classmethod
-    def build(cls, store: Store, *, stem: bool, bm25_path: Path | None) -> CorpusIndex:
+    def build(cls, store: CorpusReads, *, stem: bool, bm25_path: Path | None) -> CorpusIndex:
         started = time.perf_counter()
         generation = store.generation()
         docs = store.document_rows()
@@ -181,7 +182,7 @@ class CorpusIndex:
         )
         return index
 
-    def _load_vectors(self, store: Store) -> None:
+    def _load_vectors(self, store: CorpusReads) -> None:
         info = store.embedder_info()
         if info is None:
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from seenbefore.errors import InputError
 from seenbefore.retrieval.tokenize import query_terms
-from seenbefore.storage.base import KeywordIndex, Store
+from seenbefore.storage.ports import KeywordIndex, Store
 from seenbefore.types import Candidate, RetrieverHit, SearchFilters, SearchResult
 
 

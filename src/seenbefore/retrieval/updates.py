@@ -1,11 +1,11 @@
 """Keeping a corpus index in step with the store without rebuilding it.
 
-:func:`apply` takes the documents a run of writes changed (``Store.changes_since``) and reads
-only their rows: a document whose chunks are unchanged (only its supersession moved) has its
-metadata replaced in place; any other changed document is tombstoned at its old position (if it
-had one) and appended at the end with its new chunks and vectors (if it still exists). The BM25
-statistics follow exactly (retrieval/bm25.py), as do the neighbour sample and the signal index,
-so the updated index answers every search exactly as a fresh build would.
+:func:`apply` takes the documents a run of writes changed (``ChangeLog.changes_since``,
+storage/ports.py) and reads only their rows: a document whose chunks are unchanged (only its
+supersession moved) has its metadata replaced in place; any other changed document is tombstoned at
+its old position (if it had one) and appended at the end with its new chunks and vectors (if it
+still exists). The BM25 statistics follow exactly (retrieval/bm25.py), as do the neighbour sample
+and the signal index, so the updated index answers every search exactly as a fresh build would.
 
 :func:`compacted` drops the tombstones and puts documents back in id order, chunks by document
 then id: the layout a fresh build has, array for array. The knowledge base runs it in the
@@ -29,7 +29,8 @@ from seenbefore.retrieval.corpus import (
     ordinals,
 )
 from seenbefore.retrieval.neighbours import id_hashes
-from seenbefore.storage.base import ChunkRows, CorpusChanges, DocumentRows, Store
+from seenbefore.storage.base import ChunkRows, CorpusChanges, DocumentRows
+from seenbefore.storage.ports import CorpusReads
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class _Plan:
     in_place: dict[int, int]
 
 
-def apply(index: CorpusIndex, store: Store, changes: CorpusChanges) -> CorpusIndex | None:
+def apply(index: CorpusIndex, store: CorpusReads, changes: CorpusChanges) -> CorpusIndex | None:
     """``index`` with ``changes`` applied, at ``changes.generation``; None when it cannot be
     (the store's embedder is not the index's, or so much changed that a rebuild is as cheap)."""
     started = time.perf_counter()

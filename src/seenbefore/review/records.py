@@ -26,8 +26,7 @@ from typing import Any
 from seenbefore.errors import ConflictError, NotFoundError
 from seenbefore.review.models import Review, ReviewEvent
 from seenbefore.security.visibility import review_visible_sql as visible_sql
-from seenbefore.storage.base import Store
-from seenbefore.storage.sqlport import SqlConn, SqlRow, marks
+from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow, marks
 
 __all__ = ["ReviewRecords", "add_event", "conflict", "now", "severity_rank", "visible_sql"]
 
@@ -66,7 +65,7 @@ def _not_found(review_id: str) -> NotFoundError:
 class ReviewRecords:
     """Reads and conditional writes of review rows, events and labels."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ServiceStore) -> None:
         self.store = store
 
     # -- reading -----------------------------------------------------------------------------

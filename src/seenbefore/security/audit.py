@@ -43,8 +43,8 @@ from seenbefore.security.audit_chain import (
 from seenbefore.security.audit_fields import check_action, check_detail, short
 from seenbefore.security.tokens import Principal
 from seenbefore.security.visibility import review_visible_sql
-from seenbefore.storage.base import Store
-from seenbefore.storage.sqlport import SqlConn
+from seenbefore.storage.ports import AuditStore
+from seenbefore.storage.sqlport import ServiceStore, SqlConn
 
 __all__ = [
     "GENESIS_HASH",
@@ -66,7 +66,7 @@ class AuditLog:
     """Append-only audit records in the store's ``audit_log`` table (SQLite migration 3,
     PostgreSQL migrations 2 and 3)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: AuditStore) -> None:
         self.store = store
 
     # -- writing ----------------------------------------------------------------------------
@@ -249,7 +249,7 @@ class AuditLog:
         )
 
 
-def visible_sql(store: Store, tiers: Sequence[str]) -> tuple[str, list[Any]]:
+def visible_sql(store: ServiceStore, tiers: Sequence[str]) -> tuple[str, list[Any]]:
     """Audit records a holder of ``tiers`` may read: every tier the record names (the tiers of
     the documents, search hits and reviews it mentions) is among ``tiers``, and a review it
     names by ``draft_id`` is, while it exists, one ``tiers`` may see (security/visibility.py's rule:

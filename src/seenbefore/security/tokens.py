@@ -20,8 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seenbefore.errors import AuthError, ConflictError, ForbiddenError, InputError, NotFoundError
-from seenbefore.storage.base import Store
-from seenbefore.storage.sqlport import SqlConn, SqlRow
+from seenbefore.storage.sqlport import ServiceStore, SqlConn, SqlRow
 
 ROLES: tuple[str, ...] = ("viewer", "responder", "reviewer", "admin")  # increasing power
 TOKEN_PREFIX = "sb_"
@@ -132,7 +131,7 @@ def new_token() -> str:
 class TokenStore:
     """API tokens in the store's ``api_tokens`` table (SQLite migration 3, PostgreSQL 2)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ServiceStore) -> None:
         self.store = store
 
     def create(self, name: str, role: str, tiers: Sequence[str]) -> tuple[str, Principal]:

@@ -54,7 +54,7 @@ from seenbefore.service.routers import (
 )
 from seenbefore.service.sampling import LOG_NAME, InvestigationSampler
 from seenbefore.service.sessions import SessionSigner, store_secret
-from seenbefore.storage.factory import open_store, token_buckets_of
+from seenbefore.storage.factory import open_store
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def open_state(
         raise
     if resumed:
         log.info("resumed %d interrupted reviews", len(resumed))
-    shared = token_buckets_of(base.store)  # PostgreSQL: one limit across replicas
+    shared = base.store.shared_buckets()  # PostgreSQL: one limit across replicas
     state.limiter.share(shared)
     state.failures.share(shared)
     state.tokens = TokenStore(base.store)

@@ -1,29 +1,22 @@
-"""The Store protocol: what every knowledge-base backend provides, and what callers type
-against (KnowledgeBase, review, security, lifecycle). The SQLite and PostgreSQL stores implement
-all of it; where their SQL dialects differ, ``store.sql`` (storage/dialect.py) answers, so no
-caller outside storage/ branches on the backend."""
+"""What a knowledge-base store speaks in, and what both adapters share: the values that cross
+its ports (counts, rows, vectors, the change log's answer, where checkpoints live) and the
+helpers the SQLite and PostgreSQL stores both use to build them. The ports callers type against
+are in storage/ports.py."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from seenbefore.errors import ConflictError, NotFoundError
-from seenbefore.storage.sqlport import ServiceStore
-from seenbefore.storage.supersession import SupersedeRow
 from seenbefore.types import (
-    Chunk,
     Postmortem,
-    QuarantineEntry,
-    SearchFilters,
     Section,
     StoredDocument,
 )
@@ -138,196 +131,9 @@ class Checkpoints:
     compact: Callable[[], None] = _nothing  # cut deleted checkpoints out of local files
 
 
-class Store(ServiceStore, Protocol):
-    """A knowledge-base backend. ``upsert`` is the one write path for documents; the service
-    tables (tokens, audit, reviews) use ``transaction`` / ``query`` in portable SQL
-    (storage/sqlport.py)."""
-
-    # -- where it lives, opening and closing ----------------------------------------------------
-    @property
-    def location(self) -> str:
-        """The store for messages: its file, or its database URL without the password."""
-        ...
-
-    @property
-    def local_file(self) -> Path | None:
-        """The local file holding the store; None when it lives elsewhere (a database server,
-        or SQLite ``:memory:``)."""
-        ...
-
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Self: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-    def set_meta(self, key: str, value: str) -> None: ...
-
-    # -- coordination and the review workflow ---------------------------------------------------
-    def lease(self, name: str) -> AbstractContextManager[bool]:
-        """True inside the block when this process may drive ``name`` (a review's workflow
-        thread) now; False while another replica or thread is driving it."""
-        ...
-
-    def checkpointer(self, local: Path) -> AbstractContextManager[Checkpoints]:
-        """The review workflow's checkpoint saver: in the SQLite file ``local``, or in the
-        server database (where every replica sees every thread; ``local`` is unused)."""
-        ...
-
-    def erasing(self) -> AbstractContextManager[None]:
-        """Rows deleted inside the block leave no text in the store's local files (SQLite:
-        secure_delete on, then the WAL truncated; a server reclaims its own pages)."""
-        ...
-
-    def audit_guards_missing(self) -> str:
-        """What is missing of the audit log's append-only guards (triggers; on PostgreSQL also
-        the app role's lack of UPDATE, DELETE, TRUNCATE); '' when all are in place."""
-        ...
-
-    def backup(self, target: str | Path) -> None: ...
-
-    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
-        """Replace the content with a backup; ``verify`` runs on the checked copy, opened as a
-        store, before anything is replaced, and refuses the backup by raising (the CLI checks
-        the audit chain there: security sits above storage)."""
-        ...
-
-    # -- documents ------------------------------------------------------------------------------
-    def upsert(
-        self,
-        pm: Postmortem,
-        chunks: Sequence[Chunk],
-        vectors: EmbeddedVectors | None = None,
-        *,
-        replaces: Sequence[str] = (),
-    ) -> str:
-        """Insert or atomically replace a document and its chunks; returns 'added' | 'updated' |
-        'unchanged'. Ids are unique regardless of case: a stored document whose id differs from
-        ``pm.id`` only in case is deleted in the same transaction when ``replaces`` names it
-        (ingest --replace, or a file re-spelling its own id), else the write is refused with
-        :func:`id_case_clash` and nothing changes."""
-        ...
-
-    def get(self, doc_id: str, tiers: Sequence[str]) -> StoredDocument:
-        """The document, if it exists and its tier is among ``tiers``; else NotFoundError. The
-        id is matched regardless of case (the stored spelling preferred when several are
-        stored); the document keeps its stored spelling."""
-        ...
-
-    def delete(self, doc_id: str) -> None: ...
-
-    def fingerprints(self) -> dict[str, tuple[str, str]]:
-        """doc id -> (content hash, source) for every document."""
-        ...
-
-    def superseded_ids(self) -> list[str]: ...
-
-    def list_ids(self, tiers: Sequence[str] | None = None) -> list[str]: ...
-
-    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
-
-    def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
-
-    def quarantine(self, source: str, reason: str, doc_id: str | None, digest: str) -> int: ...
-
-    def list_quarantine(self) -> list[QuarantineEntry]: ...
-
-    def get_quarantine(self, entry_id: int) -> QuarantineEntry: ...
-
-    def drop_quarantine(self, entry_id: int) -> None: ...
-
-    def clear_quarantine(self, source: str) -> None: ...
-
-    def stats(self, tiers: Sequence[str]) -> StoreStats: ...
-
-    def embedder_info(self) -> tuple[str, int] | None: ...
-
-    def replace_vectors(
-        self, name: str, chunk_ids: Sequence[int], matrix: npt.NDArray[np.float32]
-    ) -> None: ...
-
-    def vectors(
-        self, chunk_ids: Sequence[int] | None = None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(chunk ids, matrix) of every chunk with a vector, or of those among ``chunk_ids``,
-        ordered by chunk id."""
-        ...
-
-    def chunk_rows(self, doc_ids: Sequence[str] | None = None) -> ChunkRows:
-        """Every chunk (or the chunks of ``doc_ids``), grouped by document id, then chunk id."""
-        ...
-
-    def document_rows(self, doc_ids: Sequence[str] | None = None) -> DocumentRows:
-        """Every document (or those of ``doc_ids`` that exist), ordered by id."""
-        ...
-
-    def supersede_rows(self, doc_ids: Sequence[str] | None = None) -> list[SupersedeRow]:
-        """Every document's declared status, tier, ``supersedes`` and date, across every tier
-        (``Supersession.build`` answers per caller from them); only ``doc_ids`` when given."""
-        ...
-
-    def erase_from_change_log(self, doc_id: str) -> None:
-        """Replace the change log's entries naming ``doc_id`` with 'all' markers, so the id
-        leaves no trace there (deleting a postmortem everywhere); an index behind those
-        generations rebuilds from every row instead of applying them."""
-        ...
-
-    def changes_since(self, generation: int) -> CorpusChanges | None:
-        """The documents written or deleted after corpus generation ``generation`` (read with
-        the current generation, in one snapshot), so an index built at ``generation`` can apply
-        them instead of rebuilding; None when the change log cannot say (see
-        :func:`changes_from_log`): the caller rebuilds from every row."""
-        ...
-
-    def get_json(self, key: str) -> Any: ...
-
-    def set_json(self, key: str, value: Any) -> None: ...
-
-    def get_blob(self, key: str) -> bytes | None: ...
-
-    def put_blob(self, key: str, value: bytes) -> None: ...
-
-    def chunks_changed(self) -> int: ...
-
-    def generation(self) -> int:
-        """The corpus generation: a counter that changes on every write to documents, chunks or
-        vectors; the search index compares it to know it is stale."""
-        ...
-
-    def settings_generation(self) -> int:
-        """A counter that changes on every settings write (``set_json``, ``put_blob``: weights,
-        fitted models, the LSA model): what a search context reads beside the index."""
-        ...
-
-    def generations(self) -> tuple[int, int]:
-        """(corpus generation, settings generation) in one read: what a search checks."""
-        ...
-
-
-@runtime_checkable
-class KeywordIndex(Protocol):
-    """A store that keeps a keyword index of its own (SQLite's FTS5, the transactional record
-    of the text): not part of :class:`Store`, since product search ranks with the knowledge
-    base's in-memory index on every backend and PostgreSQL keeps none
-    (``seenbefore.sparse_search`` uses it; benchmarks time it)."""
-
-    def sparse_search(
-        self, terms: Sequence[str], filters: SearchFilters, limit: int
-    ) -> list[ChunkHit]:
-        """Best chunk per document for OR-joined ``terms``, pre-filtered, best first."""
-        ...
-
-    def documents_meta(self, doc_ids: Sequence[str]) -> dict[str, StoredDocument]: ...
-
-    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, Chunk]: ...
-
-
 def utc_now() -> str:
     """The timestamp every store writes: UTC, ISO 8601, seconds."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-RestoreCheck = Callable[[Store], None]  # raises a SeenbeforeError to refuse a backup
 
 
 class RowLike(Protocol):

@@ -19,9 +19,8 @@ from pydantic import SecretStr
 from seenbefore.config import Settings
 from seenbefore.errors import ConfigError
 from seenbefore.extras import requires
-from seenbefore.storage.base import Store
-from seenbefore.storage.buckets import TokenBuckets
 from seenbefore.storage.outbox import OutboxRows
+from seenbefore.storage.ports import Store
 from seenbefore.storage.sqlite.outbox import SqliteOutboxRows
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.storage.sqlite.vectorcache import SqliteVectorCache
@@ -121,6 +120,8 @@ def open_maintenance(settings: Settings) -> Maintenance:
 # -- the small stores beside the knowledge base: the notification outbox, the rate limiter's
 # buckets, the embedding cache. On SQLite each is what it was (a file in the data directory,
 # buckets in the process); on PostgreSQL each is a table every replica shares (migration 6).
+# Opened from the settings here; those that go with an open store come from the store itself
+# (``Store.outbox_rows``, ``Store.shared_buckets``: storage/ports.py's SideStores).
 
 SIDE_POOL_MAX = 2  # connections of an outbox or cache opened on its own (not the store's pool)
 
@@ -155,28 +156,6 @@ def open_outbox_rows(settings: Settings, path: Path) -> OutboxRows:
     return PgOutboxRows(db, owned=True)
 
 
-def outbox_rows_of(store: Store, path: Path) -> OutboxRows:
-    """The outbox that goes with ``store``: its database's table (on its pool), or the file at
-    ``path`` beside a SQLite store (not created when missing: for a purge)."""
-    database = _database_of(store)
-    if database is None:
-        return outbox_file(path, create=False)
-    from seenbefore.storage.postgres.outbox import PgOutboxRows
-
-    return PgOutboxRows(database)
-
-
-def token_buckets_of(store: Store) -> TokenBuckets | None:
-    """Rate-limit buckets every replica over ``store``'s database shares; None for a SQLite
-    store (one process: its buckets stay in memory)."""
-    database = _database_of(store)
-    if database is None:
-        return None
-    from seenbefore.storage.postgres.buckets import PgTokenBuckets
-
-    return PgTokenBuckets(database)
-
-
 def open_vector_cache(settings: Settings, path: Path) -> VectorCache:
     """The embedding cache the settings select: the database's table on PostgreSQL, else the
     SQLite file at ``path``."""
@@ -190,12 +169,3 @@ def open_vector_cache(settings: Settings, path: Path) -> VectorCache:
 
 def vector_cache_file(path: Path) -> VectorCache:
     return SqliteVectorCache(path)
-
-
-def _database_of(store: Store) -> Database | None:
-    """The server database under ``store``; None for a store of this machine (SQLite)."""
-    if isinstance(store, SQLiteStore) or store.dialect != "postgres":
-        return None
-    from seenbefore.storage.postgres.store import PostgresStore
-
-    return store.database if isinstance(store, PostgresStore) else None

@@ -47,12 +47,9 @@ class SqlConn(Protocol):
 
 
 class ServiceStore(Protocol):
-    """The part of a store the service tables use (storage/base.py's ``Store`` has it all)."""
-
-    @property
-    def dialect(self) -> str:
-        """'sqlite' or 'postgres', for messages and logs; SQL asks :attr:`sql`."""
-        ...
+    """The part of a store the service tables use: tokens (security/tokens.py), reviews
+    (review/records.py), web sessions (service/sessions.py) and the visibility rule's SQL
+    (security/visibility.py); the audit log's port adds to it (storage/ports.py)."""
 
     @property
     def sql(self) -> SqlDialect:
@@ -62,8 +59,6 @@ class ServiceStore(Protocol):
     def transaction(self) -> AbstractContextManager[SqlConn]: ...
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    def get_meta(self, key: str) -> str | None: ...
 
 
 def marks(values: Sequence[Any]) -> str:

@@ -11,6 +11,10 @@ every document, chunk, vector, quarantine entry, setting, blob and service row; 
 is a StoreError. Documents the target holds and the source does not stop the copy unless
 ``prune`` deletes them.
 
+Both stores speak :class:`~seenbefore.storage.ports.Transferable`: their documents through the
+ports every caller uses, the other tables through ``TableCopy`` (each adapter's own SQL), so this
+module names neither adapter.
+
 Extension point: :data:`SERVICE_TABLES` lists the service tables and the column that identifies
 a row; a new table is copied once both stores have it.
 """
@@ -19,17 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from seenbefore.errors import ConflictError, StoreError
-from seenbefore.storage.postgres.store import PostgresStore
-from seenbefore.storage.sqlite.store import SQLiteStore
+from seenbefore.storage.ports import Transferable
 
-AnyStore = SQLiteStore | PostgresStore
 Progress = Callable[[int, int], None]
 BATCH = 200
 
@@ -75,7 +77,11 @@ class TransferReport:
 
 
 def transfer(
-    source: AnyStore, target: AnyStore, *, prune: bool = False, progress: Progress | None = None
+    source: Transferable,
+    target: Transferable,
+    *,
+    prune: bool = False,
+    progress: Progress | None = None,
 ) -> TransferReport:
     """Copy everything from ``source`` into ``target`` and verify; safe to run again."""
     report = TransferReport()
@@ -103,12 +109,14 @@ def transfer(
             outcome = target.upsert(stored.postmortem, [chunks[c] for c in by_doc.get(doc_id, [])])
             report.documents[outcome] = report.documents.get(outcome, 0) + 1
             if outcome != "unchanged":
-                _io(target).set_times(doc_id, stored.ingested_at, stored.updated_at)
+                target.set_document_times(doc_id, stored.ingested_at, stored.updated_at)
         if progress:
             progress(min(start + BATCH, len(ids)), len(ids))
     report.vectors_written = _copy_vectors(source, target)
     for table, key in _tables(source, target, report).items():
-        report.rows[table] = _io(target).write_rows(table, key, _io(source).rows(table))
+        report.rows[table] = target.write_table_rows(
+            table, key, _rows(source, table), skip=_auto(table)
+        )
     report.source, report.target = inventory(source), inventory(target)
     if not report.verified:
         differ = [k for k in report.source if report.source[k] != report.target.get(k)]
@@ -120,7 +128,7 @@ def transfer(
     return report
 
 
-def _copy_vectors(source: AnyStore, target: AnyStore) -> int:
+def _copy_vectors(source: Transferable, target: Transferable) -> int:
     info = source.embedder_info()
     if info is None or _vector_tally(source) == _vector_tally(target):
         return 0
@@ -137,7 +145,7 @@ def _copy_vectors(source: AnyStore, target: AnyStore) -> int:
     return len(rows)
 
 
-def _ordinals(store: AnyStore) -> dict[int, tuple[str, int]]:
+def _ordinals(store: Transferable) -> dict[int, tuple[str, int]]:
     """chunk id -> (document id, position among that document's chunks)."""
     out: dict[int, tuple[str, int]] = {}
     seen: dict[str, int] = {}
@@ -148,8 +156,8 @@ def _ordinals(store: AnyStore) -> dict[int, tuple[str, int]]:
     return out
 
 
-def _tables(source: AnyStore, target: AnyStore, report: TransferReport) -> dict[str, str]:
-    have_source, have_target = _io(source).tables(), _io(target).tables()
+def _tables(source: Transferable, target: Transferable, report: TransferReport) -> dict[str, str]:
+    have_source, have_target = set(source.table_names()), set(target.table_names())
     out = {"quarantine": "source", "blobs": "key", "meta": "key"}
     for table, key in SERVICE_TABLES.items():
         if table in have_source and table in have_target:
@@ -176,7 +184,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _vector_tally(store: AnyStore) -> Tally:
+def _vector_tally(store: Transferable) -> Tally:
     info = store.embedder_info()
     ids, matrix = store.vectors()
     position = _ordinals(store)
@@ -187,7 +195,7 @@ def _vector_tally(store: AnyStore) -> Tally:
     return _digest([[info[0] if info else None, k, v] for k, v in keyed])
 
 
-def inventory(store: AnyStore) -> dict[str, Tally]:
+def inventory(store: Transferable) -> dict[str, Tally]:
     """A count and checksum per kind of content, independent of row ids and storage."""
     ids = store.list_ids()
     docs: list[Any] = []
@@ -209,7 +217,7 @@ def inventory(store: AnyStore) -> dict[str, Tally]:
          chunks[c].text]
         for c in rows.ids.tolist()
     )  # fmt: skip
-    io = _io(store)
+    tables = set(store.table_names())
     out = {
         "documents": _digest(docs),
         "chunks": _digest(chunk_items),
@@ -218,72 +226,18 @@ def inventory(store: AnyStore) -> dict[str, Tally]:
             [e.source, e.reason, e.doc_id, e.content_hash, e.first_seen, e.last_seen, e.attempts]
             for e in store.list_quarantine()
         ),
-        "settings": _digest(sorted(io.rows("meta"), key=lambda r: str(r["key"]))),
-        "blobs": _digest(sorted(io.rows("blobs"), key=lambda r: str(r["key"]))),
+        "settings": _digest(sorted(_rows(store, "meta"), key=lambda r: str(r["key"]))),
+        "blobs": _digest(sorted(_rows(store, "blobs"), key=lambda r: str(r["key"]))),
     }
     for table, key in SERVICE_TABLES.items():
-        if table in io.tables():
-            out[table] = _digest(sorted(io.rows(table), key=lambda r: str(r[key])))
+        if table in tables:
+            out[table] = _digest(sorted(_rows(store, table), key=lambda r: str(r[key])))
     return out
 
 
-# -- per-backend row access -------------------------------------------------------------------
-class _SQLiteIO:
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-
-    def tables(self) -> set[str]:
-        rows = self.store.query("SELECT name FROM sqlite_master WHERE type = 'table'")
-        return {str(r[0]) for r in rows}
-
-    def rows(self, table: str) -> list[dict[str, Any]]:
-        return _clean(table, [dict(r) for r in self.store.query(f'SELECT * FROM "{table}"')])
-
-    def columns(self, table: str) -> list[str]:
-        return [str(r[1]) for r in self.store.query(f'PRAGMA table_info("{table}")')]
-
-    def write_rows(self, table: str, key: str, rows: Sequence[dict[str, Any]]) -> int:
-        cols = [c for c in self.columns(table) if rows and c in rows[0] and c != _auto(table)]
-        if not rows:
-            return 0
-        quoted = ", ".join(f'"{c}"' for c in cols)
-        update = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c != key)
-        action = "NOTHING" if table == "audit_log" or not update else f"UPDATE SET {update}"
-        with self.store.transaction() as conn:
-            conn.executemany(
-                f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" * len(cols))})'
-                f' ON CONFLICT ("{key}") DO {action}',
-                [[_to_sqlite(r[c]) for c in cols] for r in rows],
-            )
-        return len(rows)
-
-    def set_times(self, doc_id: str, ingested_at: str, updated_at: str) -> None:
-        with self.store.transaction() as conn:
-            conn.execute(
-                "UPDATE documents SET ingested_at = ?, updated_at = ? WHERE id = ?",
-                (ingested_at, updated_at, doc_id),
-            )
-
-
-class _PostgresIO:
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
-
-    def tables(self) -> set[str]:
-        return set(self.store.table_names())
-
-    def rows(self, table: str) -> list[dict[str, Any]]:
-        return _clean(table, self.store.table_rows(table))
-
-    def write_rows(self, table: str, key: str, rows: Sequence[dict[str, Any]]) -> int:
-        return self.store.write_table_rows(table, key, rows, skip=_auto(table))
-
-    def set_times(self, doc_id: str, ingested_at: str, updated_at: str) -> None:
-        self.store.set_document_times(doc_id, ingested_at, updated_at)
-
-
-def _io(store: AnyStore) -> _SQLiteIO | _PostgresIO:
-    return _SQLiteIO(store) if isinstance(store, SQLiteStore) else _PostgresIO(store)
+# -- rows of the other tables ------------------------------------------------------------------
+def _rows(store: Transferable, table: str) -> list[dict[str, Any]]:
+    return _clean(table, store.table_rows(table))
 
 
 def _auto(table: str) -> str | None:
@@ -303,7 +257,3 @@ def _clean(table: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             clean.pop(auto, None)
         out.append(clean)
     return out
-
-
-def _to_sqlite(value: Any) -> Any:
-    return bytes(value) if isinstance(value, memoryview) else value

@@ -1,6 +1,6 @@
 """The server store: PostgreSQL with pgvector, shared by any number of service replicas.
 
-Same :class:`~seenbefore.storage.base.Store` contract as the SQLite store; one transaction per
+Same :class:`~seenbefore.storage.ports.Store` contract as the SQLite store; one transaction per
 document keeps chunks, vectors, the change log and metadata in step. What differs:
 
 - **The database does not search.** Every replica builds the knowledge base's in-memory BM25
@@ -37,17 +37,21 @@ from seenbefore.storage.base import (
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
-    RestoreCheck,
     StoreStats,
     utc_now,
     visible_document,
 )
+from seenbefore.storage.buckets import TokenBuckets
 from seenbefore.storage.dialect import POSTGRES_SQL, PostgresSql
+from seenbefore.storage.outbox import OutboxRows
+from seenbefore.storage.ports import RestoreCheck
 from seenbefore.storage.postgres import admin as pg_admin
 from seenbefore.storage.postgres import ids as pg_ids
 from seenbefore.storage.postgres import reads as pg_reads
 from seenbefore.storage.postgres import rows as pgrows
 from seenbefore.storage.postgres import tx as pg_tx
+from seenbefore.storage.postgres.buckets import PgTokenBuckets
+from seenbefore.storage.postgres.outbox import PgOutboxRows
 from seenbefore.storage.postgres.pool import Conn, Database, PgOptions, ServerInfo
 from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, StoredDocument
@@ -71,12 +75,6 @@ class PostgresStore(JsonSettings):
     @property
     def server(self) -> ServerInfo:
         return self._db.info
-
-    @property
-    def database(self) -> Database:
-        """The pool, for the small stores that share it (storage/factory.py: the outbox, the
-        rate limiter's buckets)."""
-        return self._db
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
@@ -375,6 +373,16 @@ class PostgresStore(JsonSettings):
     def stats(self, tiers: Sequence[str]) -> StoreStats:
         visible = list(tiers)
         return self._db.run(lambda c: pgrows.read_stats(c, visible, self.url), tiers=tuple(tiers))
+
+    # -- the stores that share its database --------------------------------------------------
+    def outbox_rows(self, path: Path) -> OutboxRows:
+        """The database's outbox table, on this store's pool (``path`` is unused)."""
+        return PgOutboxRows(self._db)
+
+    def shared_buckets(self) -> TokenBuckets:
+        """Rate-limit buckets in the database, on this store's pool: one limit across
+        replicas."""
+        return PgTokenBuckets(self._db)
 
     # -- rows for `seenbefore migrate` (storage/transfer.py) ----------------------------------
     def table_names(self) -> list[str]:

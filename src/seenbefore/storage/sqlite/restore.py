@@ -50,7 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seenbefore.errors import NotFoundError, SchemaVersionError, SeenbeforeError, StoreError
-from seenbefore.storage.base import RestoreCheck, Store
+from seenbefore.storage.ports import RestoreCheck, Store
 from seenbefore.storage.sqlite import files as sqlite_files
 from seenbefore.storage.sqlite.schema import APPLICATION_ID, MIGRATIONS
 

@@ -1,6 +1,7 @@
 """The statements the SQLite store runs inside its transactions and reads: a document's rows,
-supersession, quarantine rows, counts, and decoding rows back into values (storage/sqlite/store.py
-holds the connection, its lock and the transactions)."""
+supersession, quarantine rows, counts, decoding rows back into values, and whole tables'
+rows for `seenbefore migrate` (storage/sqlite/store.py holds the connection, its lock and the
+transactions)."""
 
 from __future__ import annotations
 
@@ -330,3 +331,29 @@ def entry(row: sqlite3.Row) -> QuarantineEntry:
         last_seen=row["last_seen"],
         attempts=row["attempts"],
     )
+
+
+# -- whole tables, for `seenbefore migrate` (storage/transfer.py) -----------------------------
+def write_table_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    key: str,
+    rows: Sequence[dict[str, Any]],
+    skip: str | None,
+) -> int:
+    """Insert ``rows`` (the table's columns they carry, less ``skip``), updating rows with the
+    same ``key``; the append-only audit log only gains rows."""
+    have = [str(r[1]) for r in conn.execute(f'PRAGMA table_info("{table}")')]
+    cols = [c for c in have if c in rows[0] and c != skip]
+    quoted = ", ".join(f'"{c}"' for c in cols)
+    update = ", ".join(f'"{c}" = excluded."{c}"' for c in cols if c != key)
+    action = "NOTHING" if table == "audit_log" or not update else f"UPDATE SET {update}"
+    conn.executemany(
+        f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" * len(cols))})'
+        f' ON CONFLICT ("{key}") DO {action}',
+        [
+            [bytes(v) if isinstance(v, memoryview) else v for v in (r[c] for c in cols)]
+            for r in rows
+        ],
+    )
+    return len(rows)

@@ -27,16 +27,18 @@ from seenbefore.storage.base import (
     DocumentRows,
     EmbeddedVectors,
     JsonSettings,
-    RestoreCheck,
     StoreStats,
     utc_now,
     visible_document,
 )
 from seenbefore.storage.dialect import SQLITE_SQL, SQLiteSql
+from seenbefore.storage.outbox import OutboxRows
+from seenbefore.storage.ports import RestoreCheck
 from seenbefore.storage.sqlite import files as sqlite_files
 from seenbefore.storage.sqlite import restore as sqlite_restore
 from seenbefore.storage.sqlite import rows as sqrows
 from seenbefore.storage.sqlite.filters import filter_sql
+from seenbefore.storage.sqlite.outbox import SqliteOutboxRows
 from seenbefore.storage.sqlite.schema import AUDIT_TRIGGERS
 from seenbefore.storage.supersession import SupersedeRow, as_seen
 from seenbefore.types import Chunk, Postmortem, QuarantineEntry, SearchFilters, StoredDocument
@@ -454,7 +456,7 @@ class SQLiteStore(JsonSettings):
         with self._write() as conn:
             conn.execute("DELETE FROM quarantine WHERE source = ?", (source,))
 
-    # -- stats, backup, restore --------------------------------------------------------------
+    # -- stats, the stores beside it, rows for `seenbefore migrate`, backup, restore ----------
     def stats(self, tiers: Sequence[str]) -> StoreStats:
         return sqrows.read_stats(
             self._read, tiers, generation=self.generation(), path=self.location
@@ -463,6 +465,37 @@ class SQLiteStore(JsonSettings):
     def backup(self, target: str | Path) -> None:
         """A consistent copy via SQLite's online backup API, safe while the store is in use."""
         sqlite_files.backup(self._conn, self._lock, target)
+
+    def outbox_rows(self, path: Path) -> OutboxRows:
+        """The outbox file at ``path`` (not created when missing)."""
+        return SqliteOutboxRows(path, create=False)
+
+    def shared_buckets(self) -> None:
+        """None: one process serves the file, and its rate-limit buckets stay in its memory."""
+        return None
+
+    def table_names(self) -> list[str]:
+        return [
+            str(r[0]) for r in self._read("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+
+    def table_rows(self, table: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._read(f'SELECT * FROM "{table}"')]
+
+    def write_table_rows(
+        self, table: str, key: str, rows: Sequence[dict[str, Any]], *, skip: str | None = None
+    ) -> int:
+        if not rows:
+            return 0
+        with self.transaction() as conn:
+            return sqrows.write_table_rows(conn, table, key, rows, skip)
+
+    def set_document_times(self, doc_id: str, ingested_at: str, updated_at: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE documents SET ingested_at = ?, updated_at = ? WHERE id = ?",
+                (ingested_at, updated_at, doc_id),
+            )
 
     def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
         """Replace this store's content with a backup taken by :meth:`backup`, once a copy of

@@ -15,7 +15,7 @@ of seenbefore gets, shipped settings and self-calibrated gate included.
 
 The PostgreSQL store searches with the same in-memory index, so these rows are its quality too.
 ``--backend postgres`` used to add the database's own search (full text ranked by
-``ts_rank_cd``, pgvector HNSW, their RRF); PostgreSQL migration 6 removed that search (nothing
+``ts_rank_cd``, pgvector HNSW, their RRF); PostgreSQL migration 8 removed that search (nothing
 read it; docs/decisions.md), and ``benchmarks/results/beir_postgres.json`` keeps its last run
 (commit c831c95).
 """

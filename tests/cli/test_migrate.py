@@ -14,7 +14,9 @@ from seenbefore.config import Settings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.security.audit import AuditLog
+from seenbefore.storage.outbox import NewRow
 from seenbefore.storage.postgres.store import PostgresStore
+from seenbefore.storage.sqlite.outbox import SqliteOutboxRows
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.storage.transfer import inventory
 from tests.conftest import EXAMPLES, postmortem_text
@@ -22,6 +24,7 @@ from tests.storage.test_contract import hits
 
 pytestmark = pytest.mark.integration
 runner = CliRunner()
+NOW = "2024-03-14T10:00:00+00:00"
 
 
 @pytest.fixture
@@ -60,8 +63,13 @@ def migrate(*args: str, code: int = 0) -> dict[str, object]:
 def test_round_trip_is_verified_and_rerunning_is_safe(
     local_kb: Path, pg_url: str, tmp_path: Path
 ) -> None:
+    outbox = SqliteOutboxRows(local_kb.parent / "outbox.sqlite")  # a queued and a dead one
+    outbox.add(NewRow("slack", "A-1", "f1", "trigger", '{"m": 1}', "pending", 2, 503, "busy"), NOW)
+    dead = outbox.add(NewRow("teams", "A-1", "f1", "trigger", "{}", "pending", 0, None, ""), NOW)
+    outbox.bury(dead, "410 gone", NOW)
     first = migrate("--to", pg_url)
     assert first["verified"] is True
+    assert first["outbox"] == {"from": str(outbox.path), "source": 2, "copied": 2}
     documents = first["documents"]
     assert isinstance(documents, dict) and documents["added"] >= 60
     counts = first["counts"]
@@ -74,6 +82,7 @@ def test_round_trip_is_verified_and_rerunning_is_safe(
     assert again["verified"] is True
     assert again["documents"] == {"pruned": 0, "unchanged": documents["added"]}
     assert again["vectors_written"] == 0
+    assert again["outbox"] == {"from": str(outbox.path), "source": 2, "copied": 0}
 
     with PostgresStore(pg_url) as pg:
         assert pg.get("OLD", ["general"]).superseded_by == "NEW"
@@ -82,7 +91,10 @@ def test_round_trip_is_verified_and_rerunning_is_safe(
         assert hits(pg, "quasar nebula", tiers=("restricted",)) == ["SECRET"]
 
     back = tmp_path / "back" / "kb.sqlite"
-    assert migrate("--from", pg_url, "--sqlite", str(back))["verified"] is True
+    returned = migrate("--from", pg_url, "--sqlite", str(back))
+    assert returned["verified"] is True
+    assert returned["outbox"]["copied"] == 2  # type: ignore[index]
+    assert SqliteOutboxRows(back.parent / "outbox.sqlite").export_rows() == outbox.export_rows()
     assert migrate("--from", pg_url, "--sqlite", str(back))["documents"] == {
         "pruned": 0,
         "unchanged": documents["added"],

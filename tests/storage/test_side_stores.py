@@ -77,6 +77,32 @@ def test_outbox_rows_keep_what_the_file_kept(rows: OutboxRows) -> None:
     assert rows.purge(lambda message: True) == 3 and rows.entries(None, None) == []
 
 
+def test_outbox_rows_copy_with_their_times_once(rows: OutboxRows, tmp_path: Path) -> None:
+    """What `seenbefore migrate` does to the outbox, both ways: every row with its state and
+    times, in order, and a second copy adds nothing."""
+    source = SqliteOutboxRows(tmp_path / "elsewhere" / "outbox.sqlite")
+    first = source.add(new_row(), NOW)
+    source.add(new_row(fingerprint="f2"), "2024-03-14T11:00:00+00:00")
+    dead = source.add(new_row(channel="pagerduty"), "2024-03-14T12:00:00+00:00")
+    assert source.record(first, "delivered", 1, 200, "", "2024-03-14T10:05:00+00:00")
+    source.bury(dead, "410 gone", "2024-03-14T12:01:00+00:00")
+    exported = source.export_rows()
+    assert [(c.row.state, c.created_at, c.updated_at) for c in exported] == [
+        ("delivered", NOW, "2024-03-14T10:05:00+00:00"),
+        ("pending", "2024-03-14T11:00:00+00:00", "2024-03-14T11:00:00+00:00"),
+        ("dead", "2024-03-14T12:00:00+00:00", "2024-03-14T12:01:00+00:00"),
+    ]
+    held = rows.add(new_row(channel="teams"), NOW)  # a row the target had: kept, not copied over
+    assert rows.import_rows(exported) == 3
+    assert rows.import_rows(exported) == 0  # the same notifications: nothing added
+    assert rows.export_rows()[0].row.channel == "teams"
+    assert rows.export_rows()[1:] == exported
+    pending = [r for r in rows.claim(None, 60.0) if r.id != held]
+    assert [(r.channel, r.created_at) for r in pending] == [("slack", "2024-03-14T11:00:00+00:00")]
+    assert [r.last_error for r in rows.entries("dead", None)] == ["410 gone"]
+    assert SqliteOutboxRows(tmp_path / "none.sqlite", create=False).export_rows() == []
+
+
 def test_a_database_claim_is_one_claimers_until_its_lease_runs_out(database: Database) -> None:
     a, b = PgOutboxRows(database), PgOutboxRows(database)
     trigger = a.add(new_row(), NOW)

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json, settings
 from seenbefore.cli.ingest import progress_bar
-from seenbefore.errors import InputError
-from seenbefore.storage.factory import open_url
+from seenbefore.errors import InputError, StoreError
+from seenbefore.lifecycle.home import OUTBOX_FILE
+from seenbefore.storage.factory import open_url, outbox_file
+from seenbefore.storage.outbox import OutboxRows
 from seenbefore.storage.sqlite.store import SQLiteStore
 
 if TYPE_CHECKING:  # the PostgreSQL driver is an extra: imported when the command runs
+    from seenbefore.storage.ports import Store
     from seenbefore.storage.transfer import TransferReport
 
 
@@ -35,8 +38,9 @@ def migrate(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Copy documents, chunks, vectors, quarantine, settings, audit log and reviews to or from
-    PostgreSQL, then verify counts and checksums. Safe to run again: it copies what changed."""
+    """Copy documents, chunks, vectors, quarantine, settings, audit log, reviews and the
+    notification outbox to or from PostgreSQL, then verify counts and checksums. Safe to run
+    again: it copies what changed."""
     if (to is None) == (from_ is None):
         raise InputError(
             "give exactly one of --to postgresql://... (SQLite -> PostgreSQL) or"
@@ -57,11 +61,36 @@ def migrate(
             prune=prune,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
+        outbox = _copy_outbox(local, server, path.parent / OUTBOX_FILE, to_server=to is not None)
         names = (str(path), server.url) if to else (server.url, str(path))
     if as_json:
-        print_json(_payload(report, *names))
+        print_json({**_payload(report, *names), "outbox": outbox})
         return
     _show(report, *names)
+    console.print(
+        f"notification outbox: {outbox['source']} row(s) in {outbox['from']},"
+        f" {outbox['copied']} copied (the rest were already there)"
+    )
+
+
+def _copy_outbox(local: Store, server: Store, where: Path, *, to_server: bool) -> dict[str, Any]:
+    """Move the notification outbox with the store: the file ``where`` beside the SQLite store
+    holds it there, the database's table on PostgreSQL. Queued and dead notifications go along,
+    each once however often migrate runs; the source keeps its rows."""
+    source: OutboxRows = local.outbox_rows(where) if to_server else server.outbox_rows(where)
+    rows = source.export_rows()
+    copied = 0
+    if rows:  # the file is made only when there is something to put in it
+        target = server.outbox_rows(where) if to_server else outbox_file(where)
+        copied = target.import_rows(rows)
+        missing = {r.key for r in rows} - {r.key for r in target.export_rows()}
+        if missing:
+            raise StoreError(
+                f"the notification outbox was not copied whole: {len(missing)} of {len(rows)}"
+                f" row(s) from {source.location} are missing in {target.location}; run migrate"
+                " again, and report it if it persists"
+            )
+    return {"from": source.location, "source": len(rows), "copied": copied}
 
 
 def _payload(report: TransferReport, source: str, target: str) -> dict[str, object]:

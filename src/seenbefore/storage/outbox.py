@@ -10,6 +10,10 @@ outlived the lease, or whose sender died after the receiver took it, can go out 
 same dedup key). It takes whole (channel, fingerprint) groups, oldest first, so a resolve is
 never sent by one replica while another still holds its trigger. The SQLite file has no
 leases: ``claim`` is the pending rows, as the embedded outbox always was.
+
+``seenbefore migrate`` moves the rows with the store (:meth:`OutboxRows.export_rows`, then
+:meth:`OutboxRows.import_rows` on the other side): queued and dead notifications are not left
+behind in a file the new store never reads.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 OUTBOX_STATES = ("pending", "delivered", "dead")
 
@@ -50,6 +54,81 @@ class NewRow:
     attempts: int
     last_status: int | None
     last_error: str
+
+
+@dataclass(frozen=True)
+class CopiedRow:
+    """A row as ``seenbefore migrate`` moves it: what :meth:`OutboxRows.add` stores, with the
+    row's own times."""
+
+    row: NewRow
+    created_at: str
+    updated_at: str
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """What makes two stores' rows the same notification (ids are each store's own)."""
+        r = self.row
+        return (r.channel, r.anomaly_id, r.fingerprint, r.action, r.message, self.created_at)
+
+
+# the columns a copy reads and writes, in CopiedRow's order (``id`` is each store's own)
+COPY_COLUMNS = (
+    "channel, anomaly_id, fingerprint, action, message, state, attempts, last_status,"
+    " last_error, created_at, updated_at"
+)
+
+
+class _Columns(Protocol):
+    def __getitem__(self, i: int, /) -> Any: ...
+
+
+def copied_row(r: _Columns) -> CopiedRow:
+    """A row read as :data:`COPY_COLUMNS`."""
+    return CopiedRow(
+        row=NewRow(
+            channel=str(r[0]),
+            anomaly_id=str(r[1]),
+            fingerprint=str(r[2]),
+            action=str(r[3]),
+            message=str(r[4]),
+            state=str(r[5]),
+            attempts=int(r[6]),
+            last_status=None if r[7] is None else int(r[7]),
+            last_error=str(r[8]),
+        ),
+        created_at=str(r[9]),
+        updated_at=str(r[10]),
+    )
+
+
+def copy_values(c: CopiedRow) -> tuple[Any, ...]:
+    """``c`` as the values of :data:`COPY_COLUMNS`."""
+    r = c.row
+    return (
+        r.channel,
+        r.anomaly_id,
+        r.fingerprint,
+        r.action,
+        r.message,
+        r.state,
+        r.attempts,
+        r.last_status,
+        r.last_error,
+        c.created_at,
+        c.updated_at,
+    )
+
+
+def new_rows(held: Sequence[CopiedRow], rows: Sequence[CopiedRow]) -> list[CopiedRow]:
+    """``rows`` less those ``held`` already has (and less repeats among ``rows``), in order."""
+    seen = {c.key for c in held}
+    out = []
+    for c in rows:
+        if c.key not in seen:
+            seen.add(c.key)
+            out.append(c)
+    return out
 
 
 class OutboxRows(Protocol):
@@ -105,6 +184,17 @@ class OutboxRows(Protocol):
 
     def purge(self, matches: Callable[[str], bool]) -> int:
         """Delete the rows whose message ``matches``; how many."""
+        ...
+
+    def export_rows(self) -> list[CopiedRow]:
+        """Every row, oldest first, with its times (``seenbefore migrate``); none from a file
+        that does not exist."""
+        ...
+
+    def import_rows(self, rows: Sequence[CopiedRow]) -> int:
+        """Add ``rows`` in order with their own times and states, in one transaction, leaving
+        out those already held (the same :attr:`CopiedRow.key`: running migrate again adds
+        nothing, and a row already copied keeps the state it has here); how many were added."""
         ...
 
     def close(self) -> None: ...

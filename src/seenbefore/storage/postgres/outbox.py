@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from seenbefore.errors import StoreError
-from seenbefore.storage.outbox import NewRow, OutboxRow
+from seenbefore.storage.outbox import (
+    COPY_COLUMNS,
+    CopiedRow,
+    NewRow,
+    OutboxRow,
+    copied_row,
+    copy_values,
+    new_rows,
+)
 from seenbefore.storage.postgres import tx as pg_tx
 from seenbefore.storage.postgres.pool import Conn, Database
 
@@ -155,6 +163,22 @@ class PgOutboxRows:
         if doomed:
             self._one("DELETE FROM notify_outbox WHERE id = ANY (%s::bigint[])", (doomed,))
         return len(doomed)
+
+    def export_rows(self) -> list[CopiedRow]:
+        rows = self._one(f"SELECT {COPY_COLUMNS} FROM notify_outbox ORDER BY id")
+        return [copied_row(r) for r in rows]
+
+    def import_rows(self, rows: Sequence[CopiedRow]) -> int:
+        with pg_tx.transaction(self._db) as conn:  # the lock keeps a second copy from racing
+            conn.execute("LOCK TABLE notify_outbox IN SHARE ROW EXCLUSIVE MODE")
+            held = conn.execute(f"SELECT {COPY_COLUMNS} FROM notify_outbox").fetchall()
+            fresh = new_rows([copied_row(r) for r in held], rows)
+            if fresh:
+                conn.executemany(
+                    f"INSERT INTO notify_outbox ({COPY_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+                    [copy_values(c) for c in fresh],
+                )
+        return len(fresh)
 
     def close(self) -> None:
         if self._owned:

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from seenbefore.errors import ConfigError
-from seenbefore.storage.outbox import NewRow, OutboxRow
+from seenbefore.storage.outbox import (
+    COPY_COLUMNS,
+    CopiedRow,
+    NewRow,
+    OutboxRow,
+    copied_row,
+    copy_values,
+    new_rows,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notify_outbox (
@@ -159,6 +167,28 @@ class SqliteOutboxRows:
             doomed = [int(r[0]) for r in rows if matches(r[1])]
             conn.executemany("DELETE FROM notify_outbox WHERE id = ?", [(i,) for i in doomed])
         return len(doomed)
+
+    def export_rows(self) -> list[CopiedRow]:
+        """A missing file, or a file without the table, holds none."""
+        if not self.path.is_file():
+            return []
+        with self._connect() as conn:
+            try:
+                rows = conn.execute(f"SELECT {COPY_COLUMNS} FROM notify_outbox ORDER BY id")
+                return [copied_row(r) for r in rows.fetchall()]
+            except sqlite3.OperationalError:  # not an outbox (no such table)
+                return []
+
+    def import_rows(self, rows: Sequence[CopiedRow]) -> int:
+        with self._connect(timeout=30.0) as conn:  # one transaction: the read and the inserts
+            conn.execute("BEGIN IMMEDIATE")
+            held = conn.execute(f"SELECT {COPY_COLUMNS} FROM notify_outbox").fetchall()
+            fresh = new_rows([copied_row(r) for r in held], rows)
+            conn.executemany(
+                f"INSERT INTO notify_outbox ({COPY_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+                [copy_values(c) for c in fresh],
+            )
+        return len(fresh)
 
     def close(self) -> None:
         return None  # every call closed its own connection

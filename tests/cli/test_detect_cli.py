@@ -99,7 +99,7 @@ def _spiky_csv(path: Path, n: int = 400, spike_at: int = 300) -> Path:
 def test_detect_csv_runs_the_ensemble_on_every_point(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
+    from seenbefore.detection.ensemble import EVENT_PARAMS, StreamingEnsemble
     from seenbefore.detection.pipeline import DetectionParams, detect
     from seenbefore.detection.telemetry import read_csv
 
@@ -123,9 +123,9 @@ def test_detect_csv_runs_the_ensemble_on_every_point(
     report = detect(telemetry, params=DetectionParams(detector="ensemble"))
     [scores] = report.scores.values()
     _, X = telemetry.matrix(next(iter(telemetry.series)))
-    each = [StreamingEnsemble(probation=200, **DEFAULT_PARAMS).fit(c).scores_ for c in X.T]
+    each = [StreamingEnsemble(probation=200, **EVENT_PARAMS).fit(c).scores_ for c in X.T]
     assert len(scores) == 400 and np.array_equal(scores, np.max(each, axis=0))
-    # the learning period is scored too (0.5 -> 0.03 on NAB's scale; 0 only while resting)
+    # the learning period is scored too (0.5 -> 0.03 on NAB's scale); events' scores never rest
     assert np.count_nonzero(scores[:200]) > 150
 
     text = runner.invoke(app, ["detect", "--csv", str(csv)])

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json
-from seenbefore.detection.ensemble import DEFAULT_PARAMS, nab_stream
+from seenbefore.detection.ensemble import DEFAULT_PARAMS, EVENT_PARAMS, nab_stream
 from seenbefore.detection.nab import (
     SCOREBOARD_ALL58,
     NabReport,
@@ -59,7 +59,12 @@ def _scopes_json(scopes: dict[str, dict[str, ScopeScore]]) -> dict[str, Any]:
     }
 
 
-def run_and_show(data: Path, labels: Path, out: Path, *, as_json: bool) -> None:
+def run_and_show(
+    data: Path, labels: Path, out: Path, *, as_json: bool, events: bool = False
+) -> None:
+    """Score the shipped configuration (with ``events``: the stream events are built from,
+    ``EVENT_PARAMS``) on every labelled file under ``data``."""
+    params = EVENT_PARAMS if events else DEFAULT_PARAMS
     started = time.perf_counter()
     chosen = data_files(data, read_windows(labels))
     total = len(chosen)
@@ -81,15 +86,16 @@ def run_and_show(data: Path, labels: Path, out: Path, *, as_json: bool) -> None:
                 progress.advance(task)
 
         report = run_nab(
-            data, labels, out, nab_stream(**DEFAULT_PARAMS), DETECTOR, repair=True, on_file=on_file
+            data, labels, out, nab_stream(**params), DETECTOR, repair=True, on_file=on_file
         )
         progress.update(task, description="scoring (NAB's threshold optimiser, 3 profiles)")
         scopes = score_scopes(report.scored, list(PROFILES.values()))
     seconds = time.perf_counter() - started
     points = sum(len(f.timestamps) for f in report.scored)
     if as_json:
-        command = f"seenbefore nab --data {data} --labels {labels} --out {out} --json"
-        payload = _payload(report, scopes, seconds, points)
+        flag = " --events" if events else ""
+        command = f"seenbefore nab --data {data} --labels {labels} --out {out}{flag} --json"
+        payload = _payload(report, scopes, seconds, points, params)
         print_json({"command": command, **payload, "unlabelled_files": unlabelled})
         return
     for rel, what in report.repairs:
@@ -142,11 +148,15 @@ def _cell(s: ScopeScore) -> str:
 
 
 def _payload(
-    report: NabReport, scopes: dict[str, dict[str, ScopeScore]], seconds: float, points: int
+    report: NabReport,
+    scopes: dict[str, dict[str, ScopeScore]],
+    seconds: float,
+    points: int,
+    params: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "detector": DETECTOR,
-        "params": DEFAULT_PARAMS,
+        "params": params,
         "files": len(report.scored),
         "points": points,
         "seconds": round(seconds, 1),

@@ -42,6 +42,16 @@ DEFAULT_PARAMS: dict[str, Any] = {
 categories among the 333 of ``benchmarks/nab_sweep.py``, which chose the same design in every
 leave-one-category-out fold (docs/detection.md has the figures; docs/decisions.md says how each
 parameter was chosen)."""
+EVENT_PARAMS: dict[str, Any] = {**DEFAULT_PARAMS, "rest_fraction": 0.0}
+"""What the product builds its events from (``detect``, ``POST /v1/detect``, ``watch``): the
+shipped configuration without the rest after a fire. The rest is NAB's bargain (it credits the
+first detection in a window and charges every later one), but on a live metric it made the
+detector deaf for ``rest_fraction`` of the learning period (144 one-minute points with a day's
+learning) after any fire, including one that confirmation then dropped as noise: a real step
+change inside that span went unreported. Confirmation and triage already merge an incident's
+repeat fires, and on the simulator's 13 seeds both streams give 91/91 incidents and the same 4
+false alarms; NAB scores this stream 76.7 on the 51 dev files (78.8 with the rest):
+``benchmarks/results/nab_events.json``, ``seenbefore nab --events``."""
 DEFAULT_THRESHOLD = 0.5249
 """NAB's optimised threshold for the shipped configuration on the 51 dev files (0.52494,
 ``benchmarks/results/nab_loco.json``, ``best_on_all_dev.threshold``; the threshold chosen on

@@ -2,12 +2,12 @@
 at a time, with state that survives a restart.
 
 **Series.** Each series a query returns (keyed by its full label set) gets its own
-:class:`~seenbefore.detection.online.OnlineEnsemble` with the shipped configuration
-(``DEFAULT_PARAMS``) and a learning period of ``learning`` points (750 by default: NAB's cap on
-its 15 %, since a live stream has no end to take 15 % of). Each poll reads, per query, only the
-steps after the last one read (``query_range`` from last + step to now - lag, on a grid aligned
-to the step, so a restarted watcher evaluates the same instants); points at or before a series'
-last timestamp and non-finite values are skipped.
+:class:`~seenbefore.detection.online.OnlineEnsemble` with the shipped configuration as events use
+it (``EVENT_PARAMS``: no rest after a fire) and a learning period of ``learning`` points (750 by
+default: NAB's cap on its 15 %, since a live stream has no end to take 15 % of). Each poll reads,
+per query, only the steps after the last one read (``query_range`` from last + step to now - lag,
+on a grid aligned to the step, so a restarted watcher evaluates the same instants); points at or
+before a series' last timestamp and non-finite values are skipped.
 
 **Confirmation** (the rule of :mod:`~seenbefore.detection.service_ensemble`, for one series): a
 point scored at or above the shipped threshold after the learning period opens an event; the
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seenbefore.detection.ensemble import DEFAULT_PARAMS, points_per_day
+from seenbefore.detection.ensemble import EVENT_PARAMS, points_per_day
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import MIN_HISTORY, robust_level  # min values for a windowed z
 from seenbefore.detection.online import OnlineEnsemble
@@ -232,7 +232,7 @@ class Watcher:
 
     def _new(self, query: str, labels: dict[str, str]) -> Series:
         s = self.settings
-        detector = OnlineEnsemble(probation=s.learning_points, **DEFAULT_PARAMS)
+        detector = OnlineEnsemble(probation=s.learning_points, **EVENT_PARAMS)
         return Series(
             query=query,
             labels=labels,

@@ -1,8 +1,9 @@
 """The NAB-scored streaming ensemble as the detector of a service with several metrics.
 
 Per metric, :class:`~seenbefore.detection.ensemble.StreamingEnsemble` with its shipped
-configuration (``DEFAULT_PARAMS``: the range seen so far, sequence novelty through its anomaly
-likelihood, and ARTime) scores every point, from the first. The range member reports 1.0 for a
+configuration as events use it (``EVENT_PARAMS``: the range seen so far, sequence novelty
+through its anomaly likelihood, and ARTime; no rest after a fire, see ``EVENT_PARAMS``) scores
+every point, from the first. The range member reports 1.0 for a
 break, the likelihood NAB's log scale (0.5 = a tail of 1e-5), ARTime its confidence in a new
 cluster; all on [0, 1], combined by max.
 
@@ -16,7 +17,8 @@ What keeps ten metrics' noise from paging is the confirmation below.
 
 **Events** open at ``DEFAULT_THRESHOLD`` (the NAB threshold of the shipped configuration on the
 51 dev files) and stay open while scores stay >= 0.3; one point is enough
-(``min_points=1``): the ensemble quietens the rows after each fire.
+(``min_points=1``); an incident's repeat fires stay one anomaly by the event's closing rule and
+triage's dedupe, not by resting the scores.
 
 **Confirmation**: an event becomes an anomaly only when some metric deviates in it as
 :func:`~seenbefore.detection.events.build_anomalies` measures it: |robust z| >= 4 against the
@@ -40,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from seenbefore.detection import ensemble
-from seenbefore.detection.ensemble import DEFAULT_PARAMS, DEFAULT_THRESHOLD, StreamingEnsemble
+from seenbefore.detection.ensemble import DEFAULT_THRESHOLD, EVENT_PARAMS, StreamingEnsemble
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import Array, robust_level
 
@@ -68,7 +70,7 @@ def score_service(X: Array, *, probation: int) -> tuple[Array, Array]:
     X = np.asarray(X, dtype=np.float64)
     per_metric = np.column_stack(
         [
-            StreamingEnsemble(probation=probation, **DEFAULT_PARAMS).fit(X[:, j]).scores_
+            StreamingEnsemble(probation=probation, **EVENT_PARAMS).fit(X[:, j]).scores_
             for j in range(X.shape[1])
         ]
     )
@@ -108,7 +110,7 @@ def describe(
 
 def ensemble_parameters(probation: int) -> dict[str, Any]:
     return {
-        **DEFAULT_PARAMS,
+        **EVENT_PARAMS,
         "probation": probation,
         "combine_metrics": COMBINE,
         "event_policy": dataclasses.asdict(ENSEMBLE_POLICY),

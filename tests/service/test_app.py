@@ -15,6 +15,7 @@ from tests.service.conftest import MakeService, Service, service_settings
 API_ROUTES = {
     ("post", "/v1/alerts/alertmanager"),
     ("post", "/v1/anomalies"),
+    ("post", "/v1/detect"),
     ("post", "/v1/search"),
     ("post", "/v1/investigations"),
     ("get", "/v1/investigations/{investigation_id}"),

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from seenbefore.cli.common import console, notify_router, print_json, settings
 from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
-from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect
+from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
 from seenbefore.detection.simbounds import MAX_HOURS, MAX_SEED
 from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, simulate
@@ -59,55 +59,6 @@ def _telemetry(
     names = list(SCENARIOS) if scenario in (None, []) or scenario == ["all"] else scenario
     simulated = simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=TRAIN_HOURS)
     return simulated, TRAIN_HOURS * 60
-
-
-def report_json(report: DetectionReport) -> dict[str, Any]:
-    precision, recall = report.precision_recall()
-    return {
-        "anomalies": [
-            {
-                "id": a.id,
-                "service": a.service,
-                "cloud": a.cloud,
-                "region": a.region,
-                "start": a.start.isoformat(),
-                "end": a.end.isoformat(),
-                "score": a.score,
-                "severity": a.severity,
-                "severity_reasons": report.triage.reasons.get(a.id, []),
-                "rules": list(a.rules),
-                "signature": report.signatures[a.id],
-                "deviations": [
-                    {
-                        "metric": d.metric,
-                        "direction": d.direction,
-                        "value": round(d.value, 4),
-                        "baseline": round(d.baseline, 4),
-                        "zscore": d.zscore,
-                    }
-                    for d in a.deviations
-                ],
-                "normal": list(a.normal),
-                "truth": report.matches.get(a.id),
-            }
-            for a in report.anomalies
-        ],
-        "duplicates": len(report.triage.duplicates),
-        "suppressed": [{"id": a.id, "reason": r} for a, r in report.triage.suppressed],
-        "truth": [
-            {
-                "kind": i.kind,
-                "service": i.service,
-                "start": i.start.isoformat(),
-                "end": i.end.isoformat(),
-                "detected": f"{i.kind}@{i.service}" in set(report.matches.values()),
-            }
-            for i in report.truth
-        ],
-        "precision": precision,
-        "recall": recall,
-        "detector": report.detector,
-    }
 
 
 def detect_command(
@@ -374,10 +325,17 @@ def nab(
     out: Annotated[
         Path, typer.Option(help="where NAB-format result files go (for NAB's own scorer)")
     ] = Path("nab-results"),
+    events: Annotated[
+        bool,
+        typer.Option(
+            "--events",
+            help="score the stream detect and watch build events from (no rest after a fire)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Stream every labelled NAB file under --data through the detector ensemble and score
     it per category and overall with NAB's three profiles."""
     from seenbefore.cli.nab_view import run_and_show
 
-    run_and_show(data, labels, out, as_json=as_json)
+    run_and_show(data, labels, out, as_json=as_json, events=events)

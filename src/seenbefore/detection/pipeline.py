@@ -222,3 +222,53 @@ def _match(anomaly: Anomaly, incidents: Sequence[Incident]) -> str | None:
         ):
             return f"{incident.kind}@{incident.service}"
     return None
+
+
+def report_json(report: DetectionReport) -> dict[str, Any]:
+    """The report as `seenbefore detect --json` writes it and ``POST /v1/detect`` answers."""
+    precision, recall = report.precision_recall()
+    return {
+        "anomalies": [
+            {
+                "id": a.id,
+                "service": a.service,
+                "cloud": a.cloud,
+                "region": a.region,
+                "start": a.start.isoformat(),
+                "end": a.end.isoformat(),
+                "score": a.score,
+                "severity": a.severity,
+                "severity_reasons": report.triage.reasons.get(a.id, []),
+                "rules": list(a.rules),
+                "signature": report.signatures[a.id],
+                "deviations": [
+                    {
+                        "metric": d.metric,
+                        "direction": d.direction,
+                        "value": round(d.value, 4),
+                        "baseline": round(d.baseline, 4),
+                        "zscore": d.zscore,
+                    }
+                    for d in a.deviations
+                ],
+                "normal": list(a.normal),
+                "truth": report.matches.get(a.id),
+            }
+            for a in report.anomalies
+        ],
+        "duplicates": len(report.triage.duplicates),
+        "suppressed": [{"id": a.id, "reason": r} for a, r in report.triage.suppressed],
+        "truth": [
+            {
+                "kind": i.kind,
+                "service": i.service,
+                "start": i.start.isoformat(),
+                "end": i.end.isoformat(),
+                "detected": f"{i.kind}@{i.service}" in set(report.matches.values()),
+            }
+            for i in report.truth
+        ],
+        "precision": precision,
+        "recall": recall,
+        "detector": report.detector,
+    }

@@ -10,7 +10,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -345,6 +346,34 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
             points.setdefault(str(metric), {}).setdefault(t, []).append(value)
     averaged = {m: {t: float(np.mean(v)) for t, v in per.items()} for m, per in points.items()}
     return _finish(averaged, service or path.stem, str(path))
+
+
+def parse_series(
+    timestamps: Sequence[dt.datetime],
+    metrics: Mapping[str, Sequence[float | None]],
+    *,
+    service: str,
+    source: str,
+) -> Telemetry:
+    """Telemetry from one service's series given as values (``POST /v1/detect``): a value per
+    timestamp for each metric, None (or NaN) where a sample is missing (carried forward, as
+    :func:`_finish` repairs gaps); a repeated timestamp keeps its last value. ``source`` names
+    the input in errors."""
+    if not metrics:
+        raise InputError(f"{source}: no metrics; give at least one, e.g. {{'latency_ms': [...]}}")
+    points: dict[str, dict[dt.datetime, float]] = {}
+    for metric, values in metrics.items():
+        if len(values) != len(timestamps):
+            raise InputError(
+                f"{source}: metric {metric[:40]!r} has {len(values)} values for"
+                f" {len(timestamps)} timestamps; give one value per timestamp (null where missing)"
+            )
+        per = points.setdefault(metric, {})
+        for when, value in zip(timestamps, values, strict=True):
+            if value is not None and math.isfinite(value):
+                stamp = when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+                per[stamp] = float(value)
+    return _finish(points, service, source)
 
 
 def read_prometheus(path: Path, *, service: str | None = None) -> Telemetry:

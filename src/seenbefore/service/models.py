@@ -158,6 +158,41 @@ class AnomalyIn(BaseModel):
     truth_kind: str | None = None
 
 
+MAX_DETECT_POINTS = 20_000  # two weeks of one-minute points; the body limit bounds it too
+MAX_DETECT_METRICS = 50
+
+
+class DetectIn(BaseModel):
+    """One service's series for ``POST /v1/detect``: a value per timestamp for each metric
+    (null where a sample is missing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    service: str = Field(min_length=1, max_length=200)
+    timestamps: list[dt.datetime] = Field(min_length=1, max_length=MAX_DETECT_POINTS)
+    metrics: dict[str, list[float | None]] = Field(min_length=1, max_length=MAX_DETECT_METRICS)
+    investigate: bool = False
+
+
+class DetectedAnomaly(AnomalyIn):
+    """An anomaly the detector found, as `seenbefore detect --json` writes it."""
+
+    signature: str
+    severity_reasons: list[str] = Field(default_factory=list)
+    review_id: str | None = None  # with ``investigate``: the investigation started for it
+
+
+class DetectOut(BaseModel):
+    """What ``POST /v1/detect`` found: the detector that ran (its settings and learning period),
+    the anomalies after triage, and what triage merged or suppressed."""
+
+    detector: dict[str, Any]
+    points: int
+    anomalies: list[DetectedAnomaly]
+    duplicates: int
+    suppressed: list[dict[str, str]]
+
+
 class AlertmanagerAlert(BaseModel):
     status: str
     labels: dict[str, str] = Field(default_factory=dict)

@@ -84,6 +84,39 @@ def test_the_daily_ramp_is_not_an_anomaly_but_a_shift_is_and_starts_where_it_beg
     assert change is not None and math.isinf(change[0, 0]) and abs(change[DAY + 5, 0]) < 5
 
 
+def test_an_anomaly_lasts_while_its_metric_stays_shifted_and_repeat_fires_join_it() -> None:
+    x = 100 + np.random.default_rng(3).normal(0, 1, 400)
+    x[200:300] += 30  # up for 100 points, then back
+    policy = EventPolicy(min_points=1, sustain=2)
+    [shifted, later] = _anomalies(x, [200, 240, 280, 350], policy, None)
+    assert shifted.start == T0 + 200 * STEP
+    assert shifted.end == T0 + 300 * STEP  # the first point back, not the last fire
+    assert later.start == T0 + 350 * STEP and later.deviations == ()  # after it: its own event
+
+
+def test_a_fire_on_another_metric_during_a_shift_is_its_own_anomaly() -> None:
+    rng = np.random.default_rng(4)
+    X = 100 + rng.normal(0, 1, (400, 2))
+    X[200:, 0] += 30  # load stays up to the end
+    X[300:, 1] += 30  # errors start later: another incident
+    scores = np.zeros(400)
+    scores[[200, 300]] = 1.0
+    first, second = build_anomalies(
+        service="svc",
+        cloud="",
+        region="",
+        timestamps=[T0 + i * STEP for i in range(400)],
+        metrics=["load", "errors"],
+        X=X,
+        scores=scores,
+        window=12,
+        policy=EventPolicy(min_points=1, sustain=2),
+    )
+    assert [d.metric for d in first.deviations] == ["load"] and first.end == T0 + 399 * STEP
+    assert [d.metric for d in second.deviations] == ["errors"]  # not folded into the first
+    assert second.start == T0 + 300 * STEP
+
+
 class Replay:
     """A Prometheus reader over a fixed series on a 30-minute grid."""
 
@@ -126,3 +159,33 @@ def test_the_live_watcher_applies_the_same_rule() -> None:
     assert days <= {5}, starts  # nothing on the ordinary days: the ramp is yesterday's ramp
     [series] = watcher.series.values()
     assert len(series.day) == DAY
+
+
+def test_the_live_watcher_joins_a_fire_inside_a_lasting_shift_to_its_anomaly() -> None:
+    x = daily(6, seed=2)
+    shift, worse = 5 * DAY + 20, 5 * DAY + 26
+    x[shift:] += 30
+    x[worse:] += 30  # it gets worse, and stays: the same incident
+    settings = WatchSettings(
+        url="http://prom.test",
+        queries=("load",),
+        step=STEP,
+        since=dt.timedelta(days=7),
+        lag=dt.timedelta(0),
+        learning=2 * DAY,
+        window=12,
+    )
+    watcher = Watcher(settings, Replay(x))
+    polled = watcher.poll(T0 + len(x) * STEP)
+    [scores] = polled.scores.values()
+    assert scores[worse][1] >= settings.policy.open_at  # the escalation fires the detector
+    [anomaly] = polled.anomalies
+    assert shift <= round((anomaly.start - T0) / STEP) <= shift + 2
+    [series] = watcher.series.values()
+    assert series.hold is not None  # still lasting at the end, and kept in the state file
+    assert (
+        Watcher.from_state(watcher.to_state(), settings, Replay(x))
+        .series[next(iter(watcher.series))]
+        .hold
+        == series.hold
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 from collections.abc import Sequence
@@ -94,6 +95,7 @@ def build_anomalies(
     policy = policy or EventPolicy()
     _, zs, baselines = window_features(X, window=window, lag=3, season=None)
     seasonal = seasonal_change(X, season)
+    seasonal_raw = seasonal
     if seasonal is not None:  # in the unit of the trailing window's z
         seasonal = seasonal / trailing_scale(X, window)
     if level_median is not None and level_scale is not None:
@@ -107,7 +109,8 @@ def build_anomalies(
             seasonal = np.where(
                 use_level, seasonal * trailing_scale(X, window) / level_scale, seasonal
             )
-    out = []
+    out: list[Anomaly] = []
+    held: _Held | None = None  # the last anomaly, while its named metrics stay deviated
     for a, b in find_events(scores, policy):
         # a sustained deviation is looked for while the event could still be open (it closes
         # after ``close_after`` quiet points), however short the fire that opened it
@@ -138,19 +141,67 @@ def build_anomalies(
                 normal.append(metric)
         # the anomaly starts where its first named metric first deviated
         start = a + (first or 0)
+        named = {d.metric for d in deviations}
+        if held is not None and start < held.until and named <= held.metrics:
+            # a fire inside an anomaly whose metrics never came back: the same incident
+            until = _held_until(X, metrics, held.anomaly.deviations, b, seasonal_raw, policy)
+            held = dataclasses.replace(held, until=max(held.until, until))
+            out[-1] = dataclasses.replace(
+                held.anomaly,
+                end=timestamps[min(held.until, len(timestamps) - 1)],
+                score=max(held.anomaly.score, round(float(scores[a:b].max()), 4)),
+            )
+            held = dataclasses.replace(held, anomaly=out[-1])
+            continue
         started = timestamps[start]
         digest = hashlib.sha1(f"{service}{started.isoformat()}".encode()).hexdigest()[:10]
-        out.append(
-            Anomaly(
-                id=f"anom-{digest}",
-                service=service,
-                cloud=cloud,
-                region=region,
-                start=started,
-                end=timestamps[min(max(b, start + 1), len(timestamps) - 1)],
-                score=round(float(scores[a:b].max()), 4),
-                deviations=tuple(deviations),
-                normal=tuple(normal),
-            )
+        until = _held_until(X, metrics, deviations, max(b, start + 1), seasonal_raw, policy)
+        anomaly = Anomaly(
+            id=f"anom-{digest}",
+            service=service,
+            cloud=cloud,
+            region=region,
+            start=started,
+            end=timestamps[min(until, len(timestamps) - 1)],
+            score=round(float(scores[a:b].max()), 4),
+            deviations=tuple(deviations),
+            normal=tuple(normal),
         )
+        out.append(anomaly)
+        held = _Held(anomaly, until, named) if named else None
     return out
+
+
+@dataclass(frozen=True)
+class _Held:
+    anomaly: Anomaly
+    until: int  # index: the first point at which none of its metrics deviates any more
+    metrics: set[str]
+
+
+def _held_until(
+    X: Array,
+    metrics: Sequence[str],
+    deviations: Sequence[MetricDeviation],
+    after: int,
+    seasonal_raw: Array | None,
+    policy: EventPolicy,
+) -> int:
+    """The first index from ``after`` at which none of ``deviations``' metrics is still
+    ``policy.deviation_z`` from the baseline it was named against (in the scale it was named
+    in) and, with a season, from the same time one season earlier: an anomaly lasts while its
+    metrics have not come back, not only while the detector's scores stay high."""
+    still = np.zeros(max(0, len(X) - after), dtype=bool)
+    for d in deviations:
+        if not d.zscore:
+            continue
+        j = list(metrics).index(d.metric)
+        scale = abs(d.value - d.baseline) / abs(d.zscore)
+        if scale <= 0:
+            continue
+        apart = (X[after:, j] - d.baseline) * np.sign(d.zscore) / scale >= policy.deviation_z
+        if seasonal_raw is not None:
+            apart &= np.abs(seasonal_raw[after:, j]) / scale >= policy.deviation_z
+        still |= apart
+    back = np.flatnonzero(~still)
+    return after + (int(back[0]) if len(back) else len(still))

@@ -19,12 +19,15 @@ slow drift, against the learning period's level (when that is >= 10 and twice th
 one day earlier (a daily ramp is no anomaly; with a step under a minute, the kept value nearest a
 day earlier, at most ``day_stride`` points off). The event becomes **one** Anomaly when 2 points
 have deviated; it starts at the first of them. Fires that close unconfirmed are counted
-(``unconfirmed_fires``).
+(``unconfirmed_fires``). An anomaly **lasts** while its value stays 4 robust z (in the scale it
+was named in) from the baseline it was named against, in its direction, and -- with a day seen --
+from the same time one day earlier: a fire confirmed meanwhile is the same incident (a new
+extreme of a level shift that lasts) and opens no new anomaly, as ``build_anomalies`` joins it.
 
 **Memory** per series: the ensemble's retained state (``OnlineEnsemble.retained``), the last
 ``window`` values, the last day of values (for the same-time-yesterday check), the learning
-period's values until it ends, and one open event. Long arrays are packed in the state file
-(:mod:`~seenbefore.detection.packed`).
+period's values until it ends, one open event, and the baseline of the anomaly that lasts. Long
+arrays are packed in the state file (:mod:`~seenbefore.detection.packed`).
 """
 
 from __future__ import annotations
@@ -132,6 +135,7 @@ class Series:
     anomalies: int = 0
     unconfirmed: int = 0
     event: dict[str, Any] | None = None
+    hold: list[float] | None = None  # [baseline, scale, sign] while the last anomaly lasts
 
     @property
     def name(self) -> str:
@@ -156,6 +160,7 @@ class Series:
             "anomalies": self.anomalies,
             "unconfirmed": self.unconfirmed,
             "event": self.event,
+            "hold": self.hold,
         }
 
     @classmethod
@@ -175,6 +180,7 @@ class Series:
             anomalies=int(state["anomalies"]),
             unconfirmed=int(state["unconfirmed"]),
             event=state["event"],
+            hold=state.get("hold"),  # absent in state files written before it existed
         )
 
 
@@ -269,6 +275,8 @@ class Watcher:
             series.head.append(value)
             if len(series.head) >= s.learning_points:
                 series.level, series.head = _level(series.head), []
+        if series.hold is not None and not self._lasts(series, value):
+            series.hold = None
         event = series.event
         if event is None:
             if t < s.learning_points or score < p.open_at:
@@ -297,8 +305,24 @@ class Watcher:
         if event["hits"] < p.sustain:
             return None
         event["confirmed"] = True
+        if series.hold is not None:  # the last anomaly's value never came back: the same one
+            return None
+        z, peak = event["best"]
+        scale = abs(peak - event["baseline"]) / abs(z) if z else 0.0
+        series.hold = [float(event["baseline"]), scale, 1.0 if z > 0 else -1.0] if scale else None
         series.anomalies += 1
         return self._anomaly(series, event, ms)
+
+    def _lasts(self, series: Series, value: float) -> bool:
+        """Whether the last anomaly's value is still away from where it was named against (and,
+        with a day seen, from the same time one day earlier)."""
+        assert series.hold is not None
+        baseline, scale, sign = series.hold
+        limit = self.settings.policy.deviation_z
+        if (value - baseline) * sign / scale < limit:
+            return False
+        full_day = len(series.day) == series.day.maxlen
+        return not full_day or abs(value - series.day[0]) / scale >= limit
 
     def _deviation(self, series: Series, value: float) -> tuple[float | None, float]:
         """(z, baseline) when ``value`` deviates (module docstring), else (None, baseline)."""

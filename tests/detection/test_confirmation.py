@@ -132,13 +132,9 @@ class Replay:
         return [{"metric": {"__name__": "load", "service": "svc"}, "values": values}]
 
 
-def test_the_live_watcher_applies_the_same_rule() -> None:
-    x = daily(6, seed=2)
-    blip = 4 * DAY + 5
-    x[blip] += 40  # one point, at night
-    shift = 5 * DAY + 20
-    x[shift:] += 30
-    settings = WatchSettings(
+def watch_settings() -> WatchSettings:
+    """A watcher over one series on the 30-minute grid, learning two days."""
+    return WatchSettings(
         url="http://prom.test",
         queries=("load",),
         step=STEP,
@@ -147,6 +143,15 @@ def test_the_live_watcher_applies_the_same_rule() -> None:
         learning=2 * DAY,
         window=12,
     )
+
+
+def test_the_live_watcher_applies_the_same_rule() -> None:
+    x = daily(6, seed=2)
+    blip = 4 * DAY + 5
+    x[blip] += 40  # one point, at night
+    shift = 5 * DAY + 20
+    x[shift:] += 30
+    settings = watch_settings()
     assert settings.day == DAY and settings.day_stride == 1
     watcher = Watcher(settings, Replay(x))
     polled = watcher.poll(T0 + len(x) * STEP)
@@ -166,15 +171,7 @@ def test_the_live_watcher_joins_a_fire_inside_a_lasting_shift_to_its_anomaly() -
     shift, worse = 5 * DAY + 20, 5 * DAY + 26
     x[shift:] += 30
     x[worse:] += 30  # it gets worse, and stays: the same incident
-    settings = WatchSettings(
-        url="http://prom.test",
-        queries=("load",),
-        step=STEP,
-        since=dt.timedelta(days=7),
-        lag=dt.timedelta(0),
-        learning=2 * DAY,
-        window=12,
-    )
+    settings = watch_settings()
     watcher = Watcher(settings, Replay(x))
     polled = watcher.poll(T0 + len(x) * STEP)
     [scores] = polled.scores.values()

@@ -94,6 +94,29 @@ def test_an_anomaly_lasts_while_its_metric_stays_shifted_and_repeat_fires_join_i
     assert later.start == T0 + 350 * STEP and later.deviations == ()  # after it: its own event
 
 
+def test_a_fire_on_another_metric_during_a_shift_is_its_own_anomaly() -> None:
+    rng = np.random.default_rng(4)
+    X = 100 + rng.normal(0, 1, (400, 2))
+    X[200:, 0] += 30  # load stays up to the end
+    X[300:, 1] += 30  # errors start later: another incident
+    scores = np.zeros(400)
+    scores[[200, 300]] = 1.0
+    first, second = build_anomalies(
+        service="svc",
+        cloud="",
+        region="",
+        timestamps=[T0 + i * STEP for i in range(400)],
+        metrics=["load", "errors"],
+        X=X,
+        scores=scores,
+        window=12,
+        policy=EventPolicy(min_points=1, sustain=2),
+    )
+    assert [d.metric for d in first.deviations] == ["load"] and first.end == T0 + 399 * STEP
+    assert [d.metric for d in second.deviations] == ["errors"]  # not folded into the first
+    assert second.start == T0 + 300 * STEP
+
+
 class Replay:
     """A Prometheus reader over a fixed series on a 30-minute grid."""
 
@@ -107,32 +130,6 @@ class Replay:
         last = min(len(self.x) - 1, math.floor((end - T0) / STEP))
         values = [[(T0 + i * STEP).timestamp(), f"{self.x[i]:.4f}"] for i in range(first, last + 1)]
         return [{"metric": {"__name__": "load", "service": "svc"}, "values": values}]
-
-
-def test_an_anomaly_that_spreads_to_another_metric_stays_one() -> None:
-    rng = np.random.default_rng(5)
-    X = 100 + rng.normal(0, 1, (400, 2))
-    X[200:, 0] += 30  # load goes up and stays
-    X[260:, 1] += 30  # errors follow while load is still up: it got worse
-    X[330:, 0] -= 30  # load comes back; errors stay
-    X[370:, 1] -= 30  # then errors come back too
-    scores = np.zeros(400)
-    scores[[200, 260, 385]] = 1.0
-    X[385:388, 0] += 30  # and a later blip on load is an anomaly of its own
-    one, later = build_anomalies(
-        service="svc",
-        cloud="",
-        region="",
-        timestamps=[T0 + i * STEP for i in range(400)],
-        metrics=["load", "errors"],
-        X=X,
-        scores=scores,
-        window=12,
-        policy=EventPolicy(min_points=1, sustain=2),
-    )
-    assert one.start == T0 + 200 * STEP and one.end == T0 + 370 * STEP  # both back
-    assert [d.metric for d in one.deviations] == ["load", "errors"]  # what it spread to, too
-    assert later.start == T0 + 385 * STEP and [d.metric for d in later.deviations] == ["load"]
 
 
 def watch_settings() -> WatchSettings:

@@ -82,7 +82,6 @@ def build_anomalies(
     level_median: Array | None = None,
     level_scale: Array | None = None,
     season: int | None = None,
-    hold_season: int | None = None,
 ) -> list[Anomaly]:
     """Events from ``scores`` -> Anomalies, describing each metric by its robust z-score in the
     event's first ``lead`` points against the baseline just before the event.
@@ -92,13 +91,11 @@ def build_anomalies(
     the event's first ``close_after`` points, however short the fire that opened it. With a
     ``season`` (points per day), a point counts only if it is also that far from the same time
     one season earlier (a morning ramp is not an anomaly). The anomaly starts at the first
-    point where a named metric deviated, and lasts while its metrics have not come back
-    (:func:`_held_until`, against the same time one ``hold_season`` earlier, ``season`` when
-    not given); a fire of this service meanwhile joins it."""
+    point where a named metric deviated."""
     policy = policy or EventPolicy()
     _, zs, baselines = window_features(X, window=window, lag=3, season=None)
     seasonal = seasonal_change(X, season)
-    seasonal_raw = seasonal if hold_season is None else seasonal_change(X, hold_season)
+    seasonal_raw = seasonal
     if seasonal is not None:  # in the unit of the trailing window's z
         seasonal = seasonal / trailing_scale(X, window)
     if level_median is not None and level_scale is not None:
@@ -145,23 +142,16 @@ def build_anomalies(
         # the anomaly starts where its first named metric first deviated
         start = a + (first or 0)
         named = {d.metric for d in deviations}
-        if held is not None and start < held.until:
-            # a fire while an anomaly of this service lasts (its metrics never came back): the
-            # same incident, got worse or spread; what it names joins the anomaly
-            joined = (
-                *held.anomaly.deviations,
-                *(d for d in deviations if d.metric not in held.metrics),
-            )
-            until = _held_until(X, metrics, joined, b, seasonal_raw, policy)
-            until = max(held.until, until)
+        if held is not None and start < held.until and named <= held.metrics:
+            # a fire inside an anomaly whose metrics never came back: the same incident
+            until = _held_until(X, metrics, held.anomaly.deviations, b, seasonal_raw, policy)
+            held = dataclasses.replace(held, until=max(held.until, until))
             out[-1] = dataclasses.replace(
                 held.anomaly,
-                end=timestamps[min(until, len(timestamps) - 1)],
+                end=timestamps[min(held.until, len(timestamps) - 1)],
                 score=max(held.anomaly.score, round(float(scores[a:b].max()), 4)),
-                deviations=joined,
-                normal=tuple(m for m in held.anomaly.normal if m not in held.metrics | named),
             )
-            held = _Held(out[-1], until, held.metrics | named)
+            held = dataclasses.replace(held, anomaly=out[-1])
             continue
         started = timestamps[start]
         digest = hashlib.sha1(f"{service}{started.isoformat()}".encode()).hexdigest()[:10]

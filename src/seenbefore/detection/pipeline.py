@@ -134,9 +134,6 @@ def detect(
             level_median=level_median,
             level_scale=level_scale,
             season=season,
-            # how long an anomaly lasts is judged against yesterday for both detectors: without
-            # it, a daily cycle kept the Isolation Forest's anomalies open all day
-            hold_season=ens.confirmation_season(n, step),
         )
         if ensemble:  # confirmed: some metric deviates (see service_ensemble)
             unconfirmed += sum(not a.deviations for a in found)

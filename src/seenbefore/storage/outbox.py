@@ -83,6 +83,10 @@ class _Columns(Protocol):
     def __getitem__(self, i: int, /) -> Any: ...
 
 
+INSERT_ROW = f"INSERT INTO notify_outbox ({COPY_COLUMNS}) VALUES ({', '.join('?' * 11)})"
+"""One row's insert, values as :func:`copy_values` gives them (``add`` and ``import_rows``)."""
+
+
 def copied_row(r: _Columns) -> CopiedRow:
     """A row read as :data:`COPY_COLUMNS`."""
     return CopiedRow(

@@ -11,6 +11,7 @@ from typing import Any
 from seenbefore.errors import StoreError
 from seenbefore.storage.outbox import (
     COPY_COLUMNS,
+    INSERT_ROW,
     CopiedRow,
     NewRow,
     OutboxRow,
@@ -71,22 +72,8 @@ class PgOutboxRows:
         # leaves as StoreError and the router logs the whole notification
         with pg_tx.transaction(self._db) as conn:
             found = conn.execute(
-                "INSERT INTO notify_outbox (channel, anomaly_id, fingerprint, action, message,"
-                " state, attempts, last_status, last_error, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    row.channel,
-                    row.anomaly_id,
-                    row.fingerprint,
-                    row.action,
-                    row.message,
-                    row.state,
-                    row.attempts,
-                    row.last_status,
-                    row.last_error,
-                    now,
-                    now,
-                ),
+                INSERT_ROW + " RETURNING id",
+                copy_values(CopiedRow(row, now, now)),
             ).fetchone()
         if found is None:  # INSERT ... RETURNING returns its row
             raise StoreError(f"notify outbox in {self.location}: the insert returned no id")
@@ -175,7 +162,7 @@ class PgOutboxRows:
             fresh = new_rows([copied_row(r) for r in held], rows)
             if fresh:
                 conn.executemany(
-                    f"INSERT INTO notify_outbox ({COPY_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+                    INSERT_ROW,
                     [copy_values(c) for c in fresh],
                 )
         return len(fresh)

@@ -13,6 +13,7 @@ from typing import Any
 from seenbefore.errors import ConfigError
 from seenbefore.storage.outbox import (
     COPY_COLUMNS,
+    INSERT_ROW,
     CopiedRow,
     NewRow,
     OutboxRow,
@@ -71,22 +72,8 @@ class SqliteOutboxRows:
     def add(self, row: NewRow, now: str) -> int:
         with self._connect() as conn:
             cursor = conn.execute(
-                "INSERT INTO notify_outbox (channel, anomaly_id, fingerprint, action, message,"
-                " state, attempts, last_status, last_error, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    row.channel,
-                    row.anomaly_id,
-                    row.fingerprint,
-                    row.action,
-                    row.message,
-                    row.state,
-                    row.attempts,
-                    row.last_status,
-                    row.last_error,
-                    now,
-                    now,
-                ),
+                INSERT_ROW,
+                copy_values(CopiedRow(row, now, now)),
             )
             return int(cursor.lastrowid or 0)
 
@@ -185,7 +172,7 @@ class SqliteOutboxRows:
             held = conn.execute(f"SELECT {COPY_COLUMNS} FROM notify_outbox").fetchall()
             fresh = new_rows([copied_row(r) for r in held], rows)
             conn.executemany(
-                f"INSERT INTO notify_outbox ({COPY_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+                INSERT_ROW,
                 [copy_values(c) for c in fresh],
             )
         return len(fresh)

@@ -87,6 +87,25 @@ INSERT_ROW = f"INSERT INTO notify_outbox ({COPY_COLUMNS}) VALUES ({', '.join('?'
 """One row's insert, values as :func:`copy_values` gives them (``add`` and ``import_rows``)."""
 
 
+# the columns :class:`OutboxRow` is read from, in its order
+COLUMNS = "id, channel, message, state, attempts, last_status, last_error, created_at, updated_at"
+
+
+def outbox_row(r: _Columns) -> OutboxRow:
+    """A row read as :data:`COLUMNS`."""
+    return OutboxRow(
+        id=int(r[0]),
+        channel=str(r[1]),
+        message=str(r[2]),
+        state=str(r[3]),
+        attempts=int(r[4]),
+        last_status=None if r[5] is None else int(r[5]),
+        last_error=str(r[6]),
+        created_at=str(r[7]),
+        updated_at=str(r[8]),
+    )
+
+
 def copied_row(r: _Columns) -> CopiedRow:
     """A row read as :data:`COPY_COLUMNS`."""
     return CopiedRow(

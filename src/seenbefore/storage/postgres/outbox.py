@@ -10,6 +10,7 @@ from typing import Any
 
 from seenbefore.errors import StoreError
 from seenbefore.storage.outbox import (
+    COLUMNS,
     COPY_COLUMNS,
     INSERT_ROW,
     CopiedRow,
@@ -18,11 +19,10 @@ from seenbefore.storage.outbox import (
     copied_row,
     copy_values,
     new_rows,
+    outbox_row,
 )
 from seenbefore.storage.postgres import tx as pg_tx
 from seenbefore.storage.postgres.pool import Conn, Database
-
-COLUMNS = "id, channel, message, state, attempts, last_status, last_error, created_at, updated_at"
 
 # The heads of (channel, fingerprint) groups not leased to anyone, oldest first, locked (others
 # skip them), then every pending row of those groups leased to the caller, in one statement.
@@ -124,7 +124,7 @@ class PgOutboxRows:
         query = f"SELECT {COLUMNS} FROM notify_outbox {where} ORDER BY id"
         if limit is not None:
             query += f" LIMIT {int(limit)}"
-        return [_row(r) for r in self._one(query, params)]
+        return [outbox_row(r) for r in self._one(query, params)]
 
     def claim(
         self, limit: int | None, lease_s: float, exclude: Sequence[int] = ()
@@ -135,7 +135,7 @@ class PgOutboxRows:
             "groups": limit,  # LIMIT NULL: no limit
             "lease": float(lease_s),
         }
-        return [_row(r) for r in self._one(_CLAIM, params)]
+        return [outbox_row(r) for r in self._one(_CLAIM, params)]
 
     def release(self, entry_ids: Sequence[int]) -> None:
         if entry_ids:
@@ -174,17 +174,3 @@ class PgOutboxRows:
 
 def _fetch(cursor: Any) -> list[Any]:
     return list(cursor.fetchall()) if cursor.description is not None else []
-
-
-def _row(r: Any) -> OutboxRow:
-    return OutboxRow(
-        id=int(r[0]),
-        channel=str(r[1]),
-        message=str(r[2]),
-        state=str(r[3]),
-        attempts=int(r[4]),
-        last_status=None if r[5] is None else int(r[5]),
-        last_error=str(r[6]),
-        created_at=str(r[7]),
-        updated_at=str(r[8]),
-    )

@@ -8,10 +8,10 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
 
 from seenbefore.errors import ConfigError
 from seenbefore.storage.outbox import (
+    COLUMNS,
     COPY_COLUMNS,
     INSERT_ROW,
     CopiedRow,
@@ -20,6 +20,7 @@ from seenbefore.storage.outbox import (
     copied_row,
     copy_values,
     new_rows,
+    outbox_row,
 )
 
 _SCHEMA = """
@@ -39,7 +40,6 @@ CREATE TABLE IF NOT EXISTS notify_outbox (
 );
 CREATE INDEX IF NOT EXISTS notify_outbox_open ON notify_outbox (state, channel, fingerprint);
 """
-COLUMNS = "id, channel, message, state, attempts, last_status, last_error, created_at, updated_at"
 
 
 class SqliteOutboxRows:
@@ -130,7 +130,7 @@ class SqliteOutboxRows:
             sql += f" LIMIT {int(limit)}"
         with self._connect() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [_row(r) for r in rows]
+        return [outbox_row(r) for r in rows]
 
     def claim(
         self, limit: int | None, lease_s: float, exclude: Sequence[int] = ()
@@ -179,17 +179,3 @@ class SqliteOutboxRows:
 
     def close(self) -> None:
         return None  # every call closed its own connection
-
-
-def _row(r: Any) -> OutboxRow:
-    return OutboxRow(
-        id=int(r[0]),
-        channel=str(r[1]),
-        message=str(r[2]),
-        state=str(r[3]),
-        attempts=int(r[4]),
-        last_status=None if r[5] is None else int(r[5]),
-        last_error=str(r[6]),
-        created_at=str(r[7]),
-        updated_at=str(r[8]),
-    )

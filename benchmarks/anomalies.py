@@ -33,9 +33,10 @@ from rich.console import Console
 from rich.table import Table
 
 from provenance import provenance, write_results
+from seenbefore.calibration.labelled import calibration_metrics, fit_confidence
+from seenbefore.calibration.weights import pick_weight_cv
 from seenbefore.config import Settings
 from seenbefore.core.fusion import ranked, rrf
-from seenbefore.core.trust import choose_weight_cv
 from seenbefore.evaluation.anomalies import (
     CAVEAT,
     AnomalyCase,
@@ -45,7 +46,6 @@ from seenbefore.evaluation.anomalies import (
     run_anomaly,
     signal_ranking,
 )
-from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.cache import CachingEmbedder
 from seenbefore.retrieval.embedders import load_neural_embedder
@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             type_row(name, weights)
         console.print(table)
 
-        signals_choice = choose_weight_cv(
+        signals_choice = pick_weight_cv(
             precedent,
             lambda w, subset: hit_at_1({"sparse": 1.0, "signals": w}, subset),
             metric="type Hit@1",
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dense_choice = None
         w_dense = 0.0
         if kb.store.embedder_info():
-            dense_choice = choose_weight_cv(
+            dense_choice = pick_weight_cv(
                 precedent,
                 lambda w, subset: hit_at_1(
                     {"sparse": 1.0 - w, "dense": w, "signals": w_signals}, subset

@@ -41,8 +41,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from provenance import provenance
+from seenbefore.calibration.weights import WEIGHT_GRID, pick_weight_cv
 from seenbefore.core.fusion import RRF_K, ranked, rrf
-from seenbefore.core.trust import WEIGHT_GRID, FusionWeights, choose_weight_cv
+from seenbefore.core.trust import FusionWeights
 from seenbefore.retrieval.bm25 import BM25Index, phrases
 from seenbefore.retrieval.corpus import PHRASE_WEIGHT
 from seenbefore.retrieval.embedders import LSAEmbedder, MiniLMEmbedder
@@ -278,15 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     def score(weight: float, cases: Sequence[str]) -> float:
         return evaluate_run(train_qrels, fuse(sparse, dense, weight, cases), cases)["ndcg@10"]
 
-    gate = timed(
-        "gate sweep", timings, lambda: choose_weight_cv(train_ids, score, metric="nDCG@10")
-    )
+    gate = timed("gate sweep", timings, lambda: pick_weight_cv(train_ids, score, metric="nDCG@10"))
     runs["RRF gated"] = fuse(sparse, dense, gate.dense, test_ids)
 
     def score_pairs(weight: float, cases: Sequence[str]) -> float:
         return evaluate_run(train_qrels, fuse(with_pairs, dense, weight, cases), cases)["ndcg@10"]
 
-    gate_pairs = choose_weight_cv(train_ids, score_pairs, metric="nDCG@10")
+    gate_pairs = pick_weight_cv(train_ids, score_pairs, metric="nDCG@10")
     runs["RRF gated, word pairs"] = fuse(with_pairs, dense, gate_pairs.dense, test_ids)
     timings["word-pair gate dense weight"] = gate_pairs.dense
 

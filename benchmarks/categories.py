@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.table import Table
 
 from provenance import provenance, write_results
+from seenbefore.calibration.runs import run_case
 from seenbefore.config import Settings
 from seenbefore.evaluation.external import category_cases
-from seenbefore.evaluation.runner import run_case
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.jsonl import FieldMapping
 

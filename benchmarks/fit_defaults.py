@@ -26,13 +26,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from seenbefore.calibration.labelled import calibration_metrics, fit_confidence, mean_rr
+from seenbefore.calibration.runs import CaseRun, run_case
+from seenbefore.calibration.selftest import self_test_cases
+from seenbefore.calibration.weights import pick_weight_cv
 from seenbefore.config import Settings
-from seenbefore.core.trust import choose_weight_cv
-from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence, mean_rr
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.external import category_cases
-from seenbefore.evaluation.runner import CaseRun, run_case
-from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.retrieval.cache import CachingEmbedder
@@ -122,7 +122,7 @@ def main() -> int:
                 for c in cases
                 if not c.expect_novel
             ]
-            weights = choose_weight_cv(pairs, lambda w, rs: mean_rr(rs, w))
+            weights = pick_weight_cv(pairs, lambda w, rs: mean_rr(rs, w))
             defaults["fusion"][name_key] = {
                 "dense": weights.dense,
                 "source": f"shipped default, {weights.source} on the sample KB self-test and graphrca",

@@ -39,11 +39,11 @@ from rich.console import Console
 from rich.table import Table
 
 from provenance import provenance
+from seenbefore.calibration.runs import CaseRun, timed_search
 from seenbefore.config import Settings
 from seenbefore.core.confidence import auroc, expected_calibration_error
 from seenbefore.evaluation.cases import Case, load_cases
 from seenbefore.evaluation.external import category_cases
-from seenbefore.evaluation.runner import CaseRun, timed_search
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.retrieval.cache import CachingEmbedder

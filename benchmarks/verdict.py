@@ -59,11 +59,11 @@ from rich.table import Table
 
 from provenance import RESULTS, provenance, write_results
 from realtext import aws_events, aws_markdown, build_kb, novelty_split
+from seenbefore.calibration.fitting import FALSE_NONE
+from seenbefore.calibration.selfcal import self_cases
 from seenbefore.core.confidence import auroc, expected_calibration_error
 from seenbefore.evaluation.cases import Case, load_cases
 from seenbefore.evaluation.external import category_cases
-from seenbefore.evaluation.fitting import FALSE_NONE
-from seenbefore.evaluation.selfcal import self_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters

@@ -5,9 +5,8 @@ A search reads the store's generation and, when it moved, builds a new
 :class:`~seenbefore.retrieval.context.SearchContext` (index, supersession, gate, confidence
 models); then :meth:`HybridRetriever.plan` checks the options and decides the weights, the
 context picks the confidence model for that plan, and the retriever runs with everything it
-needs handed in. Self-calibration after ingest and reindex is found by name in the plugin
-registry (``seenbefore.self_calibration``: the evaluation package's, by default), so this
-module does not import the evaluation code that fits the models it reads."""
+needs handed in. Self-calibration after ingest and reindex is the calibration subsystem's
+(``seenbefore.calibration``), imported when it runs, so a search never loads the fitting code."""
 
 from __future__ import annotations
 
@@ -16,11 +15,10 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import numpy as np
 
-from seenbefore import plugins
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision
@@ -80,8 +78,8 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         self_calibration: SelfCalibration | None = None,
     ) -> None:
-        """``self_calibration``: run after ingest and reindex; default: the one registered as
-        ``default`` in the ``seenbefore.self_calibration`` entry-point group."""
+        """``self_calibration``: run after ingest and reindex; default: the calibration
+        subsystem's (calibration/selfcal.py)."""
         self.settings = settings
         # SQLite at <home>/kb.sqlite unless SEENBEFORE_DATABASE_URL selects PostgreSQL
         self.store: Store = store or open_store(settings)
@@ -188,12 +186,13 @@ class KnowledgeBase:
 
     def maybe_self_calibrate(self, *, force: bool = False) -> dict[str, Any] | None:
         """Refit gate, confidence and novelty threshold from the KB's own documents when it
-        changed materially (or ``force``): the hook passed in, else the registered one
-        (evaluation/selfcal.py's ``maybe_self_calibrate``)."""
-        hook = self._self_calibration
-        if hook is None:
-            hook = cast(SelfCalibration, plugins.load(plugins.SELF_CALIBRATION, "default"))
-        return hook(self, force=force)
+        changed materially (or ``force``): the hook passed in, else the calibration
+        subsystem's (calibration/selfcal.py)."""
+        if self._self_calibration is not None:
+            return self._self_calibration(self, force=force)
+        from seenbefore.calibration.selfcal import maybe_self_calibrate
+
+        return maybe_self_calibrate(self, force=force)
 
     def lsa_staleness(self) -> float | None:
         """Chunks changed since the LSA fit, as a fraction of the chunks it was fitted on."""

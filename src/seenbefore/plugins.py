@@ -1,16 +1,12 @@
 """Plugin seams: notifiers, embedders and LLM clients are found by entry point, by name.
 
-Four entry-point groups, each holding factories with one method (``__call__``)::
+Three entry-point groups, each holding factories with one method (``__call__``)::
 
     seenbefore.notifiers     NotifierFactory(table, *, client=None) -> Notifier
                              ``table`` is the ``[notify.<name>]`` TOML table; the factory checks
                              its own keys and raises ConfigError for a bad one
     seenbefore.embedders     EmbedderFactory(options) -> Embedder
     seenbefore.llm_clients   LLMClientFactory(settings) -> LLM | None (None: not configured)
-    seenbefore.self_calibration
-                             ``default``: run by the knowledge base after ingest and reindex,
-                             (kb, *, force) -> record | None (kb.SelfCalibration); the built-in
-                             is evaluation/selfcal.py's, found here so kb never imports it
 
 The built-ins register the same way, in seenbefore's own ``pyproject.toml``::
 
@@ -52,7 +48,6 @@ if TYPE_CHECKING:
 NOTIFIERS = "seenbefore.notifiers"
 EMBEDDERS = "seenbefore.embedders"
 LLM_CLIENTS = "seenbefore.llm_clients"
-SELF_CALIBRATION = "seenbefore.self_calibration"
 
 
 class NotifierFactory(Protocol):
@@ -111,12 +106,6 @@ GROUPS: dict[str, Group] = {
         "LLM client",
         "SEENBEFORE_LLM_CLIENT",
         {"openai": "seenbefore.investigation.llm:openai_client"},
-    ),
-    SELF_CALIBRATION: Group(
-        SELF_CALIBRATION,
-        "self-calibration hook",
-        "the name 'default' (the knowledge base runs that one)",
-        {"default": "seenbefore.evaluation.selfcal:maybe_self_calibrate"},
     ),
 }
 BUILTINS: dict[str, Mapping[str, str]] = {name: g.builtins for name, g in GROUPS.items()}

@@ -3,12 +3,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from seenbefore.calibration.fitting import L2
+from seenbefore.calibration.labelled import fit_confidence, mean_rr
+from seenbefore.calibration.logistic import fit_logistic_nonnegative
+from seenbefore.calibration.runs import CaseRun, fuse_offline, reciprocal_rank
 from seenbefore.errors import InputError
-from seenbefore.evaluation.calibrate import fit_confidence, mean_rr
 from seenbefore.evaluation.cases import Case, load_cases, split
-from seenbefore.evaluation.fitting import L2
-from seenbefore.evaluation.logistic import fit_logistic_nonnegative
-from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank
 
 
 def write(folder: Path, name: str, text: str) -> None:

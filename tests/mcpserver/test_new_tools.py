@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from seenbefore.calibration.people import labels
 from seenbefore.mcp import browse
-from seenbefore.review.labels import labels
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import Principal
 from seenbefore.service.deps import ServiceState
@@ -131,14 +131,15 @@ def test_feedback_writes_a_calibration_label_for_the_top_result(
     assert other_no["recorded"] is False and other_no["review_id"] is None
     assert "nothing recorded" in other_no["note"]
     assert small_state.kb is not None
-    rows = labels(small_state.kb)
-    assert [(r["doc_id"], r["label"], r["reason"]) for r in rows] == [
+    rows = labels(small_state.kb.store)
+    assert [(r.doc_id, r.label, r.reason) for r in rows] == [
         ("POOL-1", 1, "feedback:helpful"),
         ("POOL-1", 0, "feedback:not_helpful"),
         ("POOL-1", 0, "feedback:helpful"),
     ]
-    assert all(r["signals"] and r["model_key"] for r in rows)  # what a refit learns from
-    assert rows[0]["review_id"] == top_yes["review_id"]
+    assert all(r.signals and r.model_key for r in rows)  # what a refit learns from
+    assert {r.who for r in rows} == {"agent"}  # and who said it
+    assert rows[0].review_id == top_yes["review_id"]
     review = small_state.workflow.get(top_yes["review_id"], tiers=GENERAL)  # type: ignore[union-attr]
     assert (review.status, review.outcome) == ("closed", "feedback")
     audit = AuditLog(small_state.kb.store).read(actor="agent", limit=100)

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from seenbefore import plugins
+from seenbefore.calibration.record import keep_gate, keep_model
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
+from seenbefore.core.trust import FusionWeights
 from seenbefore.errors import InputError
-from seenbefore.evaluation import selfcal
 from seenbefore.kb import KnowledgeBase, shipped_defaults
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import HybridRetriever, SearchOptions
@@ -85,7 +85,7 @@ def make_kb(store: Store, tmp_path: Path) -> KnowledgeBase:
         )
     kb = KnowledgeBase(Settings(home=tmp_path / "home"), store=store, embedder=HashingEmbedder(64))
     kb.ingest([folder])
-    kb.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.5, "source": "test"}})
+    keep_gate(kb.store, "hashing-64", FusionWeights(0.5, "test"), who="test")
     return kb
 
 
@@ -120,7 +120,7 @@ def test_a_write_rebuilds_the_context_and_the_new_settings_are_live(
     assert first.gate is not None and first.gate.weights_source == "test"
     before = kb.store.generations()
 
-    kb.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.25, "source": "refit"}})
+    keep_gate(kb.store, "hashing-64", FusionWeights(0.25, "refit"), who="test")
     after = kb.store.generations()  # a settings write moves the settings generation only
     assert after[0] == before[0] and after[1] > before[1]
     second = search(kb)
@@ -131,7 +131,8 @@ def test_a_write_rebuilds_the_context_and_the_new_settings_are_live(
     sparse = shipped_defaults()["confidence"]["sparse"]
     assert second.confidence_model_key == "hybrid:hashing-64"
     own = ConfidenceModel.from_dict({**sparse, "source": "labelled by this test"})
-    kb.store.set_json("confidence_models", {"hybrid:hashing-64": own.as_dict()})
+    line = "hybrid:hashing-64: fitted by `seenbefore calibrate` on labelled cases"
+    keep_model(kb.store, "hybrid:hashing-64", own, by="cases", line=line, who="test")
     third = search(kb)
     assert third.confidence_model == "labelled by this test"
     assert third.confidence_model_fit is not None
@@ -176,8 +177,7 @@ def test_the_options_are_checked_once_by_the_retrievers_plan(tmp_path: Path) -> 
                 kb.search("pool", SearchFilters(), options)
 
 
-def test_self_calibration_is_found_in_the_registry_and_can_be_passed_in(tmp_path: Path) -> None:
-    assert plugins.load(plugins.SELF_CALIBRATION, "default") is selfcal.maybe_self_calibrate
+def test_self_calibration_can_be_passed_in(tmp_path: Path) -> None:
     seen: list[tuple[KnowledgeBase, bool]] = []
 
     def hook(kb: KnowledgeBase, *, force: bool = False) -> dict[str, Any] | None:
@@ -192,4 +192,4 @@ def test_self_calibration_is_found_in_the_registry_and_can_be_passed_in(tmp_path
         kb.ingest([folder])
         kb.reindex()
         assert seen == [(kb, False), (kb, True)]
-        assert kb.store.get_json("self_calibration") is None  # the registered one did not run
+        assert kb.store.get_json("calibration") is None  # the subsystem's own did not run

@@ -1,6 +1,7 @@
-"""Review decisions become calibration labels, and `calibrate --from-reviews` refits confidence
-from them, kept only when the refit beats the live model on held-out labels: dismissals of tops
-the live model trusted lower the confidence the next investigation reports."""
+"""Review decisions become calibration labels with who said them, and `calibrate --from-reviews`
+refits confidence with them joined to the KB's own cases, kept only when the refit beats the live
+model on held-out data: dismissals of tops the live model trusted lower the confidence the next
+investigation reports."""
 
 from __future__ import annotations
 
@@ -10,18 +11,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from seenbefore.calibration.people import (
+    REFIT_RECORD,
+    labels,
+    maybe_refit,
+    refit,
+    reviewed_figures,
+)
 from seenbefore.cli.app import app
 from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import from_text
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review import ReviewWorkflow
-from seenbefore.review.labels import (
-    REFIT_RECORD,
-    fit_from_reviews,
-    labels,
-    maybe_refit,
-    reviewed_figures,
-)
 from seenbefore.security.tokens import Principal
 from tests.review.conftest import ALL_TIERS, CERT, make_settings
 
@@ -48,7 +49,9 @@ def decide(home: Path, alice: Principal, *, approve: bool) -> None:
                 kb.store.delete(f"PM-{review.id}")
             else:
                 wf.dismiss(review.id, reviewer=alice, reason="wrong_precedent")
-        assert [r["label"] for r in labels(kb)] == [int(approve)] * len(PRECEDENTED)
+        said = labels(kb.store)
+        assert [r.label for r in said] == [int(approve)] * len(PRECEDENTED)
+        assert {r.who for r in said} == {alice.name}  # each label knows who said it
 
 
 def probe(home: Path) -> float:
@@ -75,8 +78,7 @@ def test_labels_move_the_next_investigations_confidence(
         )
         assert result.exit_code == 0, result.output
         outputs[name] = result.output
-    assert "too few to fit alone" in outputs["approved"]
-    assert "self-test cases" in outputs["approved"]
+    assert "self-made cases" in outputs["approved"]  # people's labels join the KB's own cases
     after_approved, after_dismissed = probe(homes["approved"]), probe(homes["dismissed"])
     # the precedence rule: a refit replaces the live model only by beating it on the held-out
     # half of the labels. Dismissals contradict the live model (it called those tops precedents),
@@ -93,7 +95,7 @@ def test_labels_move_the_next_investigations_confidence(
 def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) -> None:
     assert reviewed_figures(kb) is None
     with pytest.raises(ValueError, match="no review decisions"):
-        fit_from_reviews(kb, tiers=ALL_TIERS)
+        refit(kb)
     settings = make_settings(kb.settings.home, review_max_rounds=1)
     with ReviewWorkflow(kb, settings) as wf:
         for reason in ("right_precedent_wrong_cause", "wrong_precedent"):
@@ -101,7 +103,8 @@ def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) ->
             wf.dismiss(review.id, reviewer=alice, reason=reason)
         review = wf.start(from_text(CERT), principal=alice)
         wf.approve(review.id, reviewer=alice)
-    report = fit_from_reviews(kb, tiers=ALL_TIERS, persist=False, min_labels=2)
+    before = kb.store.get_json("calibration")
+    report = refit(kb, persist=False)
     assert report["labels"] == 3
     # stats shows the live model on what reviewers decided, beside its self-made figures
     seen = reviewed_figures(kb)
@@ -109,21 +112,21 @@ def test_fit_report_and_what_is_left_out(kb: KnowledgeBase, alice: Principal) ->
     assert seen["sparse"]["right_first"] == 1  # the approval; both dismissals are label 0
     assert any("right_precedent_wrong_cause left out" in n for n in report["notes"])
     model = report["models"]["sparse"]
-    assert (model["review_labels"], model["positive"]) == (2, 1)
-    assert model["self_test_cases"] > 0  # fewer than 3 of each class: combined with self-test
-    assert kb.store.get_json("confidence_models") is None  # persist=False saved nothing
+    assert (model["labels"], model["positive"]) == (2, 1)
+    assert model["self_made_cases"] > 0  # people's labels join the KB's own cases
+    assert kb.store.get_json("calibration") == before  # persist=False saved nothing
 
 
 def test_decisions_refit_calibration_once_enough_labels_arrive(
     tmp_path: Path, sample_home: Path, alice: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the workflow refits by itself once REFIT_EVERY labels arrived (here 5: one decide() run)
-    monkeypatch.setattr("seenbefore.review.labels.REFIT_EVERY", 5)
+    monkeypatch.setattr("seenbefore.calibration.people.REFIT_EVERY", 5)
     auto = shutil.copytree(sample_home, tmp_path / "auto")
     decide(auto, alice, approve=False)
     with KnowledgeBase(make_settings(auto)) as kb:
         assert kb.store.get_json(REFIT_RECORD)["labels"] == 5
-    monkeypatch.setattr("seenbefore.review.labels.REFIT_EVERY", 10)
+    monkeypatch.setattr("seenbefore.calibration.people.REFIT_EVERY", 10)
     home = shutil.copytree(sample_home, tmp_path / "refit")
     decide(home, alice, approve=False)  # 5 dismissals: 5 labels, below REFIT_EVERY (10)
     with KnowledgeBase(make_settings(home)) as kb:

@@ -17,8 +17,8 @@ from typing import Generic, Protocol, get_type_hints
 import pytest
 
 import seenbefore
+from seenbefore.calibration import selftest
 from seenbefore.errors import StoreError
-from seenbefore.evaluation import selftest
 from seenbefore.knowledge import ingest as ingest_mod
 from seenbefore.retrieval import updates
 from seenbefore.retrieval.context import SearchContext

@@ -117,7 +117,7 @@ def stats(
 
 def _reviewed(kb: Any) -> str | None:
     """The live model's figures on reviewed queries, one line per mode (None before reviews)."""
-    from seenbefore.review.labels import reviewed_figures
+    from seenbefore.calibration.people import reviewed_figures
 
     figures = reviewed_figures(kb)
     if not figures:

@@ -10,12 +10,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from seenbefore.calibration.labelled import calibrate as fit
+from seenbefore.calibration.selftest import self_test_cases
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, print_wide
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import InputError
-from seenbefore.evaluation.calibrate import calibrate as fit
 from seenbefore.evaluation.cases import load_cases
-from seenbefore.evaluation.selftest import self_test_cases
 
 
 def calibrate(
@@ -97,11 +97,11 @@ def calibrate(
 
 
 def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: bool) -> None:
-    from seenbefore.review.labels import fit_from_reviews
+    from seenbefore.calibration.people import refit
 
     with open_kb() as kb:
         try:
-            report = fit_from_reviews(kb, tiers=tiers, persist=persist)
+            report = refit(kb, persist=persist)
         except ValueError as exc:
             raise InputError(f"cannot calibrate from reviews: {exc}") from exc
     if as_json:
@@ -111,17 +111,17 @@ def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: b
     for note in report["notes"]:
         console.print(f"[yellow]{note}[/]")
     table = Table(title="confidence refitted from reviews")
-    cols = ("model", "review labels", "positive", "self-test cases", "lo / hi", "kept", "weights")
+    cols = ("model", "people's labels", "positive", "self-made cases", "lo / hi", "kept", "weights")
     for col in cols:
         table.add_column(col)
     for key, m in report["models"].items():
-        weights = ", ".join(f"{k} {v:.2f}" for k, v in m["weights"].items()) or "-"
+        weights = ", ".join(f"{k} {v:.2f}" for k, v in (m.get("weights") or {}).items()) or "-"
         table.add_row(
             key,
-            str(m["review_labels"]),
+            str(m["labels"]),
             str(m["positive"]),
-            str(m["self_test_cases"]),
-            f"{m['lo']} / {m['hi']}",
+            str(m["self_made_cases"]),
+            f"{m.get('lo', '-')} / {m.get('hi', '-')}",
             "yes" if m["kept"] else "no",
             weights,
         )

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from seenbefore.calibration.selftest import self_test_cases
 from seenbefore.cli.common import (
     console,
     print_json,
@@ -35,7 +36,6 @@ from seenbefore.evaluation.report import (
 from seenbefore.evaluation.report import (
     per_case as per_case_records,
 )
-from seenbefore.evaluation.selftest import self_test_cases
 from seenbefore.evaluation.suite import build_suite, default_kb_dir, sample_files
 from seenbefore.investigation.llm import llm_from_settings
 from seenbefore.kb import KnowledgeBase

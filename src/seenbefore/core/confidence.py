@@ -15,7 +15,7 @@ surface (:data:`VERDICTS`):
 
 ``lo`` is set so that few queries whose precedent is ranked first are told "no precedent" (a
 false "no precedent" hides the answer from a tired person: the costlier mistake), ``hi`` so that
-few queries without one are told "precedent found" (evaluation/fitting.py).
+few queries without one are told "precedent found" (calibration/fitting.py).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from seenbefore.calibration.runs import CaseRun, timed_search
 from seenbefore.evaluation.cases import Case
-from seenbefore.evaluation.runner import CaseRun, timed_search
 from seenbefore.investigation.query import InvestigationRequest, from_anomaly
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions

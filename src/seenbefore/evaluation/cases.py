@@ -13,31 +13,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seenbefore.calibration.cases import Case, split
 from seenbefore.errors import InputError
 from seenbefore.parsing import YAML_MAX_BYTES, YAMLProblem, load_yaml, read_text
 
 PACKAGED_CASES = Path(__file__).with_name("cases")
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    query: str
-    expected: tuple[str, ...] = ()
-    alternates: tuple[str, ...] = ()
-    expect_novel: bool = False
-    tags: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()  # documents left out of the index for this case (self-test)
-    source: str = ""
-
-    @property
-    def relevant(self) -> frozenset[str]:
-        return frozenset(self.expected) | frozenset(self.alternates)
+__all__ = ["PACKAGED_CASES", "Case", "load_cases", "parse_case", "split"]
 
 
 def _list(path: Path, data: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -92,21 +76,3 @@ def load_cases(directory: Path | None = None) -> list[Case]:
     if dupes:
         raise InputError(f"duplicate case ids in {directory}: {dupes}")
     return cases
-
-
-def split(
-    cases: Sequence[Case], *, fraction: float = 0.5, seed: int = 0
-) -> tuple[list[Case], list[Case]]:
-    """Deterministic split into (fit, held-out), stratified by expect_novel."""
-    import random
-
-    rng = random.Random(seed)
-    fit: list[Case] = []
-    held: list[Case] = []
-    for novel in (False, True):
-        group = sorted((c for c in cases if c.expect_novel == novel), key=lambda c: c.id)
-        rng.shuffle(group)
-        cut = round(len(group) * fraction)
-        fit.extend(group[:cut])
-        held.extend(group[cut:])
-    return fit, held

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from seenbefore.evaluation.calibrate import calibration_metrics, fit_confidence
+from seenbefore.calibration.labelled import calibration_metrics, fit_confidence
+from seenbefore.calibration.runs import CaseRun, run_case
 from seenbefore.evaluation.cases import Case, split
 from seenbefore.evaluation.metrics import abstention, calibration, ir_metrics, percentile
-from seenbefore.evaluation.runner import CaseRun, run_case
 from seenbefore.kb import KnowledgeBase
 
 

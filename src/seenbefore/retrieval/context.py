@@ -14,9 +14,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from seenbefore.core.calibration import RECORD, CalibrationRecord
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision, decide
-from seenbefore.retrieval.calibration_record import RECORD, describe, self_gate
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import LSA_PREFIX
 from seenbefore.retrieval.plan import QueryPlan, Scoring
@@ -69,8 +69,7 @@ class SearchContext:
     recorded: tuple[str, int] | None  # the store's embedder (name, dim), None without vectors
     family: str
     gate: GateDecision
-    calibrated: Mapping[str, Any]  # key -> model fitted by `seenbefore calibrate`
-    record: dict[str, Any] | None  # the self-calibration record
+    record: CalibrationRecord  # the calibration subsystem's one record (core/calibration.py)
     profiles: Mapping[str, Any]  # shipped per-profile weights (anomaly)
     _models: dict[str, ConfidenceModel | None] = field(default_factory=dict, repr=False)
 
@@ -88,8 +87,9 @@ class SearchContext:
         anything else, so a write in between only makes the next search rebuild."""
         recorded = store.embedder_info()
         family = dense_family(recorded, explicit)
-        record = store.get_json(RECORD)
-        measured = (store.get_json("fusion_weights") or {}).get(family) or self_gate(record, family)
+        record = CalibrationRecord.from_dict(store.get_json(RECORD))
+        gate_weight = record.gates.get(family)
+        measured = gate_weight.as_dict() if gate_weight is not None else None
         gate = _gate(
             family,
             recorded,
@@ -105,7 +105,6 @@ class SearchContext:
             recorded=recorded,
             family=family,
             gate=gate,
-            calibrated=store.get_json("confidence_models") or {},
             record=record,
             profiles=shipped_defaults().get("profiles", {}),
         )
@@ -115,32 +114,18 @@ class SearchContext:
         return self.recorded[0] if self.recorded else None
 
     def confidence_model(self, key: str) -> ConfidenceModel | None:
-        """The live model for ``key``: the newest fit that was kept (each is kept only when it
-        beat the model live at its time on held-out cases: fitting.beats), from
-        ``seenbefore calibrate`` (labelled cases, reviews) or self-calibration; else shipped;
+        """The live model for ``key``: the one the calibration record holds (each entry was
+        kept only by beating the model live at its time on held-out cases), else shipped;
         None when there is none."""
         if key not in self._models:
-            own = ((self.record or {}).get("modes") or {}).get(key) or {}
-            kept = [
-                (str(data.get("fitted_at", "")), data)
-                for data in (
-                    self.calibrated.get(key),
-                    {**own["model"], "fitted_at": (self.record or {}).get("fitted_at", "")}
-                    if own.get("kept") and own.get("model")
-                    else None,
-                )
-                if data
-            ]
-            data = max(kept, key=lambda pair: pair[0])[1] if kept else None
-            data = data or shipped_defaults()["confidence"].get(key)
+            live = self.record.models.get(key)
+            data = dict(live.model) if live else shipped_defaults()["confidence"].get(key)
             self._models[key] = ConfidenceModel.from_dict(data) if data else None
         return self._models[key]
 
     def live_model_line(self, key: str | None = None) -> str:
         """How the live confidence model was fitted, with its held-out figures (one line)."""
-        if key is not None and self.calibrated.get(key):
-            return f"{key}: fitted by `seenbefore calibrate` on labelled cases"
-        return describe(self.record, key)
+        return self.record.line(key)
 
     def scoring(self, plan: QueryPlan) -> Scoring:
         """The model ``plan`` is scored by: the first of its keys with a model (the last key

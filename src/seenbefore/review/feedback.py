@@ -6,7 +6,7 @@ does an agent's or a responder's feedback, through this module: one closed revie
 ``feedback``, no draft) holds the query and the top result, one ``feedback`` event says who gave
 it, and one ``calibration_labels`` row carries the label, all in one transaction. So feedback is
 visible where review decisions are (``GET /v1/reviews?status=closed``, readable exactly by
-callers who hold the tiers of the postmortems it names), is refitted by ``fit_from_reviews``
+callers who hold the tiers of the postmortems it names), is refitted by calibration/people.py
 like any label, and is purged with a postmortem it names (``ReviewRecords.quoting``).
 """
 

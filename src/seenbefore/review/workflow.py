@@ -21,12 +21,13 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from seenbefore.calibration.people import maybe_refit
 from seenbefore.config import Settings
 from seenbefore.errors import ConflictError, InputError, NotFoundError, StoreError
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
-from seenbefore.review.labels import maybe_refit, record_label, top_label
+from seenbefore.review.labels import record_label, top_label
 from seenbefore.review.models import DismissReason, DraftEdits, Review, request_to_dict
 from seenbefore.review.postmortem import postmortem_id, render, validate
 from seenbefore.review.records import ReviewRecords, add_event, now, visible_sql
@@ -276,9 +277,9 @@ class ReviewWorkflow:
         return self._visible_or_redacted(review_id, reviewer)
 
     def refit_if_due(self) -> None:
-        """Every ``labels.REFIT_EVERY`` new labels, refit the confidence model from them (kept
-        only if it beats the live one on held-out labels); a failure is logged, never raised:
-        the decision is already recorded."""
+        """Every ``REFIT_EVERY`` new labels (calibration/people.py), refit the confidence model
+        with them (kept only if it beats the live one on data their principals did not write);
+        a failure is logged, never raised: the decision is already recorded."""
         try:
             report = maybe_refit(self.kb)
         except Exception:  # the decision stands whatever the refit does

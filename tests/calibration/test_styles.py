@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from seenbefore.evaluation import styles
+from seenbefore.calibration import styles
 from seenbefore.knowledge.validate import postmortem_from_markdown
 from tests.conftest import postmortem_text
 

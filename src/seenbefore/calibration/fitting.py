@@ -11,7 +11,9 @@ CASES``) and reviewers' decisions (review/labels.py).
    regression on the same half.
 3. **Operating point** on the other half (:func:`operating_point`): ``lo`` the largest threshold
    at or below which at most ``FALSE_NONE`` of the queries whose precedent is ranked first fall
-   (a false "no precedent" hides the answer: the costlier mistake); ``hi`` the smallest, at
+   (a false "no precedent" hides the answer: the costlier mistake), and at most ``FALSE_NONE``
+   of the *recurrence-shaped* ones among them (the source document left out, a known precedent
+   of it ranked first): "no precedent" needs evidence of absence; ``hi`` the smallest, at
    least 0.5, that at most ``FALSE_FOUND`` of the queries whose top result is not a precedent
    reach, and no off-domain query at all. Every style weighs the same in both.
 4. **Held-out figures** per style on that half (:func:`figures`), and the **precedence rule**
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from seenbefore.calibration.logistic import fit_logistic_nonnegative
 from seenbefore.core.confidence import (
     FOUND,
     NONE,
@@ -39,7 +42,6 @@ from seenbefore.core.confidence import (
     expected_calibration_error,
     isotonic_knots,
 )
-from seenbefore.evaluation.logistic import fit_logistic_nonnegative
 
 # the signals a fit may use: shares of the whole query (unknown words counted) and standings
 # weighted by them, which keep their meaning across query styles (retrieval/standing.py), and
@@ -79,6 +81,7 @@ class Labelled:
     style: str
     has_precedent: bool = True
     weight: float = 1.0  # within its style (selfcal weighs left-out cases by the stated prior)
+    recurrence: bool = False  # the source left out and a known precedent of it ranked first
 
 
 @dataclass(frozen=True)
@@ -139,26 +142,35 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
     for r in rows:
         by_style.setdefault(r.style, []).append((model.predict(r.signals), r))
     first: list[tuple[float, float]] = []
+    again: list[tuple[float, float]] = []
     wrong: list[tuple[float, float]] = []
-    ceiling, used_first, used_wrong = 0.0, [], []
+    ceiling, used_first, used_wrong, used_again = 0.0, [], [], []
     for style, pairs in sorted(by_style.items()):
         right = [p for p, r in pairs if r.right and r.has_precedent]
+        recurring = [p for p, r in pairs if r.right and r.recurrence]
         bad = [p for p, r in pairs if not r.right]
         if len(right) >= MIN_STYLE:
             first += [(p, 1.0 / len(right)) for p in right]
             used_first.append(style)
+        if len(recurring) >= MIN_STYLE:
+            again += [(p, 1.0 / len(recurring)) for p in recurring]
+            used_again.append(style)
         if len(bad) >= MIN_STYLE:
             wrong += [(p, 1.0 / len(bad)) for p in bad]
             used_wrong.append(style)
         if style == OFF_DOMAIN and bad:
             ceiling = max(ceiling, max(bad) + 1e-6)
     lo = _weighted_quantile(first, FALSE_NONE) - 1e-6 if first else 0.2
+    if again:
+        lo = min(lo, _weighted_quantile(again, FALSE_NONE) - 1e-6)
     hi = _weighted_quantile(wrong, 1.0 - FALSE_FOUND) + 1e-6 if wrong else 0.6
     hi = min(0.999, max(0.5, hi, ceiling))
     lo = max(0.0, lo)
     rule = (
         f"lo {lo:.3f}: at most {FALSE_NONE:.0%} of the cases with their precedent first fall "
-        f"at or below it, every style weighing the same ({', '.join(used_first) or 'none'}); "
+        f"at or below it, every style weighing the same ({', '.join(used_first) or 'none'}), "
+        f"and at most {FALSE_NONE:.0%} of those shaped like a recurrence "
+        f"({', '.join(used_again) or 'none'}); "
         f"hi {hi:.3f}: at most {FALSE_FOUND:.0%} of the cases with a wrong top result reach it "
         f"({', '.join(used_wrong) or 'none'}), and no off-domain case"
     )
@@ -180,12 +192,14 @@ def figures(model: ConfidenceModel, rows: Sequence[Labelled]) -> dict[str, Any]:
         verdicts = [model.verdict(p) for p in probs]
         right = [int(r.right) for r in part]
         first = [v for v, r in zip(verdicts, part, strict=True) if r.right and r.has_precedent]
+        again = [v for v, r in zip(verdicts, part, strict=True) if r.right and r.recurrence]
         wrong = [v for v, r in zip(verdicts, part, strict=True) if not r.right]
         area = auroc(probs, right) if 0 < sum(right) < len(right) else float("nan")
         return {
             "cases": len(part),
             "right_first": sum(right),
             "false_no_precedent_when_first": _share([v == NONE for v in first]),
+            "false_no_precedent_when_recurrence_first": _share([v == NONE for v in again]),
             "no_precedent_when_wrong": _share([v == NONE for v in wrong]),
             "found_when_wrong": _share([v == FOUND for v in wrong]),
             "ece": round(expected_calibration_error(probs, right), 4) if part else None,

@@ -9,12 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from seenbefore.calibration.cases import Case
 from seenbefore.core.fusion import ranked, rrf
-from seenbefore.evaluation.cases import Case
-from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters
+
+if TYPE_CHECKING:
+    from seenbefore.kb import KnowledgeBase
 
 
 @dataclass

@@ -2,16 +2,21 @@
 
 When a KB is ingested or changes materially (``MATERIAL_CHANGE`` of its documents, or on
 ``reindex``), it makes labelled cases from its own documents and fits ``p_precedent`` and the
-verdict's thresholds with the one fit pipeline (evaluation/fitting.py), for every mode it can
+verdict's thresholds with the one fit pipeline (calibration/fitting.py), for every mode it can
 serve (sparse-only always; the gated hybrid when vectors exist):
 
-* **queries in several styles** per document (evaluation/styles.py: a pager line, a vague status
+* **queries in several styles** per document (calibration/styles.py: a pager line, a vague status
   update, the opening with collection words mixed in, another section), each searched with the
   document present and with it left out, and off-domain text (``offdomain.txt``) that no
   postmortem is a precedent for;
-* **labels by the one definition of a precedent**: the top result is a precedent when it is the
-  document itself, or another of the same incident type, or of the same title (a recurrence);
-  a left-out document's query has a precedent only through the latter two;
+* **labels by the one definition of a precedent** (labels.py): the top result is a precedent
+  when it is the document itself or one of its known precedents -- linked by people or by the
+  text (``cited``, ``related``, ``supersedes``, an id or title written in the body), or of the
+  same failure mode (the author's ``type``, else a confidently inferred one). A left-out
+  document's query is shaped like a recurrence: its precedents are the known ones that remain.
+  When its top result is not one of them, the case is a negative only when that result is
+  confidently of another failure mode; otherwise nothing says whether it is a precedent, and
+  the case stays out of the fit;
 * documents (and off-domain lines) split in two halves: the model is fitted on one, its
   thresholds set and its figures measured on the other, and it replaces the live model (a
   previous fit, ``seenbefore calibrate``'s, or the shipped one) only when its style-balanced
@@ -26,34 +31,30 @@ A smaller KB than ``MIN_DOCUMENTS`` keeps the shipped defaults and says why.
 
 from __future__ import annotations
 
-import datetime as dt
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from seenbefore.calibration import fitting, labels, people, record, styles
+from seenbefore.calibration.cases import Case
+from seenbefore.calibration.runs import CaseRun, reciprocal_rank, timed_search
+from seenbefore.calibration.weights import pick_weight
 from seenbefore.core.confidence import ConfidenceModel
-from seenbefore.core.trust import WEIGHT_GRID
-from seenbefore.evaluation import fitting, styles
-from seenbefore.evaluation.cases import Case
-from seenbefore.retrieval.calibration_record import RECORD, describe, self_gate
 from seenbefore.retrieval.embedders import Embedder, Matrix
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.types import Postmortem
 
 if TYPE_CHECKING:
-    from seenbefore.evaluation.runner import CaseRun
     from seenbefore.kb import KnowledgeBase
 
 MIN_DOCUMENTS = 20  # below this the KB is too small to split into fit and check halves
 MATERIAL_CHANGE = 0.10  # share of documents added, changed or removed that triggers a refit
 MAX_DOCUMENTS = 150  # documents sampled for cases (keeps ingest of a large KB bounded)
-MIN_GAIN = 0.01  # held-out MRR gain dense must show to get a larger weight
 # The prior a fit assumes: two of three queries have a precedent in the KB (an on-call engineer
 # mostly asks about what has happened before). Each document gives one case with it present and
 # one with it left out, so a left-out case weighs half (the level of p_precedent follows it).
 PRESENT_SHARE = 2 / 3
-__all__ = ["describe", "maybe_self_calibrate", "self_calibrate", "self_cases", "self_gate"]
+__all__ = ["maybe_self_calibrate", "self_calibrate", "self_cases"]
 
 
 @dataclass(frozen=True)
@@ -61,18 +62,7 @@ class SelfCase:
     case: Case
     style: str
     document: str  # the document it was made from (the split is by document)
-
-
-def precedents(pm: Postmortem, others: Sequence[Postmortem]) -> set[str]:
-    """The other documents that count as ``pm``'s precedents: the same incident type, or the
-    same title (a recurrence)."""
-    title = " ".join(pm.title.lower().split())
-    return {
-        o.id
-        for o in others
-        if o.id != pm.id
-        and ((pm.type and o.type == pm.type) or " ".join(o.title.lower().split()) == title)
-    }
+    mode: str | None = None  # its failure mode when known (labels.mode)
 
 
 def self_cases(
@@ -94,12 +84,14 @@ def self_cases(
     fit_ids = set(order[: len(order) // 2])
     collection = [t for t in kb.store.chunk_rows().texts if t.strip()]
     everyone = [metas[d].postmortem for d in current]
+    known = labels.known(everyone)
     fit: list[SelfCase] = []
     held: list[SelfCase] = []
     chosen = styles.STYLES if noise else ("opening",)
     for doc in sampled:
         pm = metas[doc].postmortem
-        others = sorted(precedents(pm, everyone))
+        others = sorted(known[doc].precedents)
+        mode = known[doc].mode
         for style in chosen:
             draw = random.Random(f"{seed}:{doc}:{style}")
             query = styles.style_query(pm, style, collection, draw, noise=noise)
@@ -117,12 +109,18 @@ def self_cases(
                     exclude=(doc,),
                 ),
             ]
-            (fit if doc in fit_ids else held).extend(SelfCase(c, style, doc) for c in pair)
+            (fit if doc in fit_ids else held).extend(SelfCase(c, style, doc, mode) for c in pair)
     if noise:
         for i, line in enumerate(styles.off_domain_lines()):
             case = Case(id=f"off-domain:{i}", query=line, expect_novel=True)
             (fit if i % 2 == 0 else held).append(SelfCase(case, styles.OFF_DOMAIN, f"off:{i}"))
     return fit, held, tiers
+
+
+def modes_of(kb: KnowledgeBase) -> dict[str, str | None]:
+    """Every current document's failure mode when known (labels.mode)."""
+    metas = kb.store.documents_meta(kb.store.list_ids(None))
+    return {d: labels.mode(m.postmortem) for d, m in metas.items()}
 
 
 def fingerprint(kb: KnowledgeBase) -> dict[str, str]:
@@ -131,10 +129,9 @@ def fingerprint(kb: KnowledgeBase) -> dict[str, str]:
 
 def changed_share(kb: KnowledgeBase) -> float | None:
     """Share of documents added, changed or removed since the last self-calibration."""
-    record = kb.store.get_json(RECORD)
-    if not record or "fingerprint" not in record:
+    before: dict[str, str] | None = record.load(kb.store).self_run.get("fingerprint")
+    if before is None:
         return None
-    before: dict[str, str] = record["fingerprint"]
     now = fingerprint(kb)
     changed = sum(before.get(d) != h for d, h in now.items()) + len(set(before) - set(now))
     return changed / max(1, len(before), len(now))
@@ -169,69 +166,84 @@ class _Memo:
 def _runs(
     kb: KnowledgeBase, cases: Sequence[Case], tiers: Sequence[str], options: SearchOptions
 ) -> list[CaseRun]:
-    from seenbefore.evaluation.runner import timed_search
-
     return [timed_search(kb, c, c.query, tiers=tiers, options=options) for c in cases]
 
 
-def labelled(runs: Sequence[CaseRun], made: Sequence[SelfCase]) -> list[fitting.Labelled]:
+def labelled(
+    runs: Sequence[CaseRun], made: Sequence[SelfCase], modes: Mapping[str, str | None]
+) -> list[fitting.Labelled]:
+    """The fit's rows: a present case is right when its top result is the document or a known
+    precedent; a left-out one likewise, and wrong only when its top result is confidently of
+    another failure mode (else it is left out: nothing says whether the top is a precedent).
+    Left-out cases weigh by the prior (``PRESENT_SHARE``)."""
     left_out = (1 - PRESENT_SHARE) / PRESENT_SHARE
-    return [
-        fitting.Labelled(
-            r.signals,
-            bool(r.top_correct),
-            s.style,
-            bool(r.case.relevant),
-            left_out if s.case.exclude else 1.0,
+    rows = []
+    for r, s in zip(runs, made, strict=True):
+        right = bool(r.top_correct)
+        out = bool(s.case.exclude)
+        unknown = out and not right and r.ranking
+        if unknown and not labels.mode_differs(s.mode, modes.get(r.ranking[0])):
+            continue
+        rows.append(
+            fitting.Labelled(
+                r.signals,
+                right,
+                s.style,
+                bool(r.case.relevant),
+                left_out if out else 1.0,
+                recurrence=out and right,
+            )
         )
-        for r, s in zip(runs, made, strict=True)
-    ]
+    return rows
 
 
 def _mrr(runs: Sequence[CaseRun]) -> float:
-    from seenbefore.evaluation.runner import reciprocal_rank
-
     scored = [r for r in runs if not r.case.expect_novel]
     return sum(reciprocal_rank(r.ranking, r.case.relevant) for r in scored) / max(1, len(scored))
 
 
 def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Fit on self-made cases, check on the other half, persist what wins (see module doc)."""
+    """Fit on self-made cases, check on the other half, keep what wins (see module doc).
+    Returns the run's summary (also stored as the record's ``self_run``)."""
     documents = len(kb.store.list_ids(None))
-    record: dict[str, Any] = {"documents": documents, "fingerprint": fingerprint(kb)}
+    run: dict[str, Any] = {"documents": documents, "fingerprint": fingerprint(kb)}
     if documents < MIN_DOCUMENTS:
-        record["live"] = "shipped defaults"
-        record["reason"] = (
+        run["live"] = "shipped defaults"
+        run["reason"] = (
             f"{documents} documents, below MIN_DOCUMENTS = {MIN_DOCUMENTS}: too few to fit on "
             "one half and check on the other; shipped defaults stay live"
         )
-        kb.store.set_json(RECORD, record)
-        return record
+        record.save_run(kb.store, run)
+        return run
     fit, held, tiers = self_cases(kb, seed=seed)
-    record.update(
+    modes = modes_of(kb)
+    run.update(
         {
             "fit_cases": len(fit),
             "held_out_cases": len(held),
             "seed": seed,
             "styles": sorted({s.style for s in fit}),
-            "fitted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "fitted_at": record.now(),
+            "known_modes": sum(m is not None for m in modes.values()),
         }
     )
     saved_embedder = kb.query_embedder
     family = kb.dense_family()
-    record["family"] = family
+    run["family"] = family
     has_dense = family != "none" and kb.index().dense is not None and kb.embedder() is not None
     if has_dense:
         inner = saved_embedder or kb.embedder()
         if inner is not None:
             kb.query_embedder = _Memo(inner)
-    modes: dict[str, Any] = {}
+    modes_fitted: dict[str, Any] = {}
+    said = people.labels(kb.store)
+    rows_by_key: dict[str, Any] = {}
     try:
         base = SearchOptions(k=10)
         weight = 0.0
         if has_dense:
             clean_fit, clean_held, _ = self_cases(kb, seed=seed, noise=False)
-            weight, modes["gate"] = _fit_gate(kb, clean_fit, clean_held, tiers, base)
+            weight, modes_fitted["gate"] = _fit_gate(kb, clean_fit, clean_held, tiers, base)
         options = {"sparse": replace(base, mode="sparse")}
         if weight > 0:
             options[f"hybrid:{family}"] = replace(
@@ -240,20 +252,63 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
         for key, opts in options.items():
             described = (
                 f"self-calibrated on {len(fit)} cases made from this KB ({documents} documents; "
-                f"styles {', '.join(record['styles'])}"
+                f"styles {', '.join(run['styles'])}"
                 f"{'; dense weight ' + str(weight) if key != 'sparse' else ''})"
             )
-            fit_rows = labelled(_runs(kb, [s.case for s in fit], tiers, opts), fit)
-            held_rows = labelled(_runs(kb, [s.case for s in held], tiers, opts), held)
-            modes[key] = fit_mode(key, fit_rows, held_rows, kb.confidence_model(key), described)
+            fit_rows = labelled(_runs(kb, [s.case for s in fit], tiers, opts), fit, modes)
+            held_rows = labelled(_runs(kb, [s.case for s in held], tiers, opts), held, modes)
+            rows_by_key[key] = (fit_rows, held_rows)
+            # people's labels on this mode's searches: half fitted, half checked (every
+            # principal weighing the same, none more than people.MAX_PRINCIPAL_SHARE)
+            said_rows = people.as_rows([p for p in said if p.model_key == key])
+            fit_rows = [*fit_rows, *said_rows[::2]]
+            held_rows = [*held_rows, *said_rows[1::2]]
+            modes_fitted[key] = fit_mode(
+                key, fit_rows, held_rows, kb.confidence_model(key), described
+            )
     finally:
         kb.query_embedder = saved_embedder
-    record["modes"] = modes
-    kept = [k for k, m in modes.items() if k != "gate" and m.get("kept")]
-    record["live"] = "self-calibrated: " + ", ".join(kept) if kept else "shipped defaults"
-    record["reason"] = "; ".join(f"{k}: {m['reason']}" for k, m in modes.items())
-    kb.store.set_json(RECORD, record)
-    return record
+    kept = [k for k, m in modes_fitted.items() if k != "gate" and m.get("kept")]
+    run["modes"] = {
+        k: {x: v for x, v in m.items() if x not in ("model", "weights")}
+        for k, m in modes_fitted.items()
+    }
+    run["live"] = "self-calibrated: " + ", ".join(kept) if kept else "shipped or earlier models"
+    run["reason"] = "; ".join(f"{k}: {m['reason']}" for k, m in modes_fitted.items())
+    record.save_run(kb.store, run)
+    people.keep_cases(kb.store, run["fingerprint"], rows_by_key)
+    gate = modes_fitted.get("gate")
+    if gate and gate["kept"]:
+        record.keep_gate(kb.store, family, gate["weights"], who="self-calibration")
+    for key in kept:
+        m = modes_fitted[key]
+        line = describe(run, key, m)
+        record.keep_model(
+            kb.store, key, m["model"], by="self-calibration", line=line, who="self-calibration"
+        )
+    return run
+
+
+def describe(run: Mapping[str, Any], key: str, mode: Mapping[str, Any]) -> str:
+    """One line for ``stats``, ``search --explain`` and the demo: which model is live for
+    ``key``, fitted on what, with its held-out figures and what they were measured on."""
+    h = (mode.get("held_out") or {}).get("all") or {}
+    model: ConfidenceModel = mode["model"]
+    return (
+        f"{key}: self-calibrated on {run.get('fit_cases')} cases made from this KB's "
+        f"{run.get('documents')} documents in {len(run.get('styles') or [])} styles; "
+        f"'no precedent' at p <= {model.lo}, 'precedent found' at p >= {model.hi}; "
+        f"held-out on self-made cases: false 'no precedent' "
+        f"{_pct(h.get('false_no_precedent_when_first'))} when the precedent is first "
+        f"({_pct(h.get('false_no_precedent_when_recurrence_first'))} for a recurrence), "
+        f"'no precedent' {_pct(h.get('no_precedent_when_wrong'))} and 'precedent found' "
+        f"{_pct(h.get('found_when_wrong'))} when the top result is not one, ECE {h.get('ece')}, "
+        f"AUROC {h.get('auroc')} (self-made cases flatter: what people type scores lower)"
+    )
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.0f}%"
 
 
 def fit_mode(
@@ -273,7 +328,7 @@ def fit_mode(
         "key": key,
         "kept": kept,
         "reason": reason,
-        "model": made.model.as_dict(),
+        "model": made.model,
         "held_out": made.held_out,
         "rule": made.rule,
     }
@@ -287,8 +342,8 @@ def _fit_gate(
     base: SearchOptions,
 ) -> tuple[float, dict[str, Any]]:
     """Dense weight by MRR of the production hybrid search (fuser and depth as served), chosen
-    on the fit half's present cases; kept when, held out, it beats sparse-only by MIN_GAIN;
-    otherwise the shipped weight stays (self-made cases are biased toward BM25)."""
+    on the fit half's present cases and raised above the shipped weight only when, held out, it
+    beats both sparse-only and the shipped weight (self-made cases are biased toward BM25)."""
     positives = [s.case for s in fit if s.case.id.startswith("self:")]
     held_pos = [s.case for s in held if s.case.id.startswith("self:")]
 
@@ -296,25 +351,19 @@ def _fit_gate(
         options = replace(base, mode="hybrid", dense_weight=weight, dense_vote=True)
         return _mrr(_runs(kb, cases, tiers, options))
 
-    sweep = {w: mrr(positives, w) for w in WEIGHT_GRID}
-    best = max(sweep, key=lambda w: (sweep[w], -w))
     shipped = kb.gate_default().dense
-    at, sparse = mrr(held_pos, best), mrr(held_pos, 0.0)
-    at_shipped = at if shipped == best else mrr(held_pos, shipped)
-    figures = (
-        f"dense weight {best} chosen on {len(positives)} self-made cases; held-out MRR "
-        f"{at:.3f} vs sparse-only {sparse:.3f} and shipped weight {shipped} {at_shipped:.3f} "
-        f"on {len(held_pos)}"
+    weights, kept = pick_weight(
+        positives,
+        held_pos,
+        lambda w, cases: mrr(cases, w),
+        baseline=shipped,
+        label="self-made cases",
     )
-    if best > shipped and at - max(sparse, at_shipped) > MIN_GAIN:
-        weight, kept, source = best, True, f"self-calibrated: {figures}"
-    else:
-        weight, kept = shipped, False
-        source = f"shipped weight kept: self-made cases did not show more dense helping ({figures})"
-    return weight, {
+    return weights.dense, {
         "kept": kept,
-        "dense": weight,
-        "source": source,
-        "reason": source,
-        "fit_sweep": {str(w): round(v, 4) for w, v in sweep.items()},
+        "dense": weights.dense,
+        "source": weights.source,
+        "reason": weights.source,
+        "weights": weights,
+        "fit_sweep": weights.evidence.get("fit_sweep"),
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from seenbefore.evaluation.cases import Case
+from seenbefore.calibration.cases import Case
 from seenbefore.storage.ports import DocumentReads
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from seenbefore.evaluation.logistic import fit_logistic_nonnegative
+from seenbefore.calibration.logistic import fit_logistic_nonnegative
 
 
 def _loss(x: np.ndarray, y: np.ndarray, w: np.ndarray, b: float, l2: float) -> float:

@@ -1,16 +1,19 @@
-"""Fit the trust gate's fusion weight and the confidence models from labelled cases.
-
-Everything is fitted on one split of the cases and reported on the other.
+"""``seenbefore calibrate CASES``: the gate's dense weight and the confidence models fitted from
+labelled cases (case files or the KB's self-test), on one split of the cases and reported on the
+other; kept only where they beat what is live (the precedence rule, fitting.beats).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from seenbefore.calibration import fitting, record
+from seenbefore.calibration.cases import Case, split
+from seenbefore.calibration.runs import CaseRun, fuse_offline, reciprocal_rank, run_case
+from seenbefore.calibration.weights import pick_weight
 from seenbefore.core.confidence import (
     FOUND,
     ConfidenceModel,
@@ -18,11 +21,10 @@ from seenbefore.core.confidence import (
     brier,
     expected_calibration_error,
 )
-from seenbefore.core.trust import FusionWeights, choose_weight
-from seenbefore.evaluation import fitting
-from seenbefore.evaluation.cases import Case, split
-from seenbefore.evaluation.runner import CaseRun, fuse_offline, reciprocal_rank, run_case
-from seenbefore.kb import KnowledgeBase
+from seenbefore.core.trust import FusionWeights
+
+if TYPE_CHECKING:
+    from seenbefore.kb import KnowledgeBase
 
 
 def as_labelled(runs: Sequence[CaseRun], style: str = "labelled") -> list[fitting.Labelled]:
@@ -39,7 +41,7 @@ def fit_confidence(
     runs: Sequence[CaseRun], source: str, held: Sequence[CaseRun] | None = None
 ) -> ConfidenceModel:
     """``p_precedent`` and its thresholds from runs (label: the top result is a precedent),
-    through the one fit pipeline (evaluation/fitting.py); the thresholds and figures come from
+    through the one fit pipeline (calibration/fitting.py); the thresholds and figures come from
     ``held`` when given, else from the same runs. ValueError with one class only."""
     rows = as_labelled(runs)
     return fitting.fit(rows, as_labelled(held) if held else rows, source=source).model
@@ -104,9 +106,11 @@ def calibrate(
     label: str,
     seed: int = 0,
     persist: bool = True,
+    who: str = "local",
 ) -> dict[str, Any]:
     """Choose the dense weight and fit confidence models on a split of ``cases``; report the
-    held-out figures; persist them with the knowledge base when ``persist``."""
+    held-out figures; persist what was kept with the knowledge base when ``persist`` (``who``
+    is recorded in the record's history)."""
     fit, held = split(cases, seed=seed)
     family = kb.dense_family()
     has_dense = family != "none" and kb.index().dense is not None
@@ -122,19 +126,19 @@ def calibrate(
     if has_dense:
         # the weight is chosen on the fit half and checked on the held-out half, each weight
         # run through the production hybrid search (its fuser and depth), not a top-k proxy
-        weights = choose_weight(
+        weights, _ = pick_weight(
             [c for c in fit if not c.expect_novel],
             [c for c in held if not c.expect_novel],
             lambda w, cs: production_mrr(kb, cs, w, tiers),
+            label=label,
         )
-        weights = FusionWeights(weights.dense, f"{weights.source} ({label})", weights.evidence)
         report["weights"] = {
             "dense": weights.dense,
             "source": weights.source,
             "evidence": dict(weights.evidence),
         }
     models: dict[str, Any] = {}
-    fitted_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    kept_models: dict[str, Any] = {}
     runs_by_key = {"sparse": sparse}
     if has_dense and weights is not None and weights.dense > 0:
         runs_by_key[f"hybrid:{family}"] = {
@@ -151,15 +155,14 @@ def calibrate(
         # the precedence rule: it replaces the live model only by beating it on held-out cases
         kept, why = fitting.beats(model, kb.confidence_model(key), as_labelled(held_runs))
         report["kept"][key] = why
+        models[key] = model.as_dict()
         if kept:
-            models[key] = {**model.as_dict(), "fitted_at": fitted_at}
+            kept_models[key] = model
     report["confidence"] = models
     if persist:
         if weights is not None:
-            stored = kb.store.get_json("fusion_weights") or {}
-            stored[family] = report["weights"]
-            kb.store.set_json("fusion_weights", stored)
-        stored_models = kb.store.get_json("confidence_models") or {}
-        stored_models.update(report["confidence"])
-        kb.store.set_json("confidence_models", stored_models)
+            record.keep_gate(kb.store, family, weights, who=who)
+        for key, model in kept_models.items():
+            line = f"{key}: fitted by `seenbefore calibrate` on {len(fit)} {label}"
+            record.keep_model(kb.store, key, model, by="cases", line=line, who=who)
     return report

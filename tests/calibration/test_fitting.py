@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from seenbefore.calibration import fitting
+from seenbefore.calibration.fitting import Labelled
 from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, ConfidenceModel
-from seenbefore.evaluation import fitting
-from seenbefore.evaluation.fitting import Labelled
 
 IDENTITY = ConfidenceModel({"passage_coverage": 1.0}, 0.0)  # p = sigmoid(x)
 

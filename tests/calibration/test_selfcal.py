@@ -4,10 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from seenbefore.calibration import record as calibration_record
+from seenbefore.calibration.fitting import Labelled
+from seenbefore.calibration.labels import known
+from seenbefore.calibration.selfcal import MIN_DOCUMENTS, changed_share, fit_mode
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
-from seenbefore.evaluation.fitting import Labelled
-from seenbefore.evaluation.selfcal import MIN_DOCUMENTS, changed_share, fit_mode, precedents
 from seenbefore.kb import KnowledgeBase, shipped_defaults
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters
@@ -45,9 +47,9 @@ def test_a_six_document_kb_keeps_the_shipped_defaults_and_says_why(tmp_path: Pat
     _write(tmp_path / "docs", 6)
     with KnowledgeBase(Settings(home=tmp_path / "home", embedder="none")) as kb:
         kb.ingest([tmp_path / "docs"])
-        record = kb.store.get_json("self_calibration")
-        assert record["live"] == "shipped defaults"
-        assert f"6 documents, below MIN_DOCUMENTS = {MIN_DOCUMENTS}" in record["reason"]
+        run = calibration_record.load(kb.store).self_run
+        assert run["live"] == "shipped defaults"
+        assert f"6 documents, below MIN_DOCUMENTS = {MIN_DOCUMENTS}" in run["reason"]
         model = kb.confidence_model("sparse")
         assert model is not None
         assert (
@@ -78,9 +80,21 @@ def test_a_refused_fit_leaves_the_shipped_model_live(
     exact_kb: tuple[KnowledgeBase, dict[str, str]],
 ) -> None:
     kb, _ = exact_kb
-    record = kb.store.get_json("self_calibration")
-    record["modes"]["sparse"]["kept"] = False
-    kb.store.set_json("self_calibration", record)
+    before = kb.store.get_json("calibration")
+    assert "sparse" in before["models"]  # this KB's own fit won
+    # a fit that does not beat the live model writes nothing: the record stays as it was
+    from seenbefore.calibration import selfcal
+
+    monkey = selfcal.fit_mode
+    try:
+        selfcal.fit_mode = lambda key, *a, **k: {"key": key, "kept": False, "reason": "test"}
+        kb.maybe_self_calibrate(force=True)
+    finally:
+        selfcal.fit_mode = monkey
+    after = kb.store.get_json("calibration")
+    assert after["models"] == before["models"] and after["gates"] == before["gates"]
+    # and a store without a kept model reads the shipped one
+    kb.store.set_json("calibration", {**after, "models": {}})
     model = kb.confidence_model("sparse")
     assert model is not None
     assert model.bias == shipped_defaults()["confidence"]["sparse"]["bias"]
@@ -90,8 +104,8 @@ def test_novel_rate_on_a_kb_of_exact_precedents_is_bounded(
     exact_kb: tuple[KnowledgeBase, dict[str, str]],
 ) -> None:
     kb, openings = exact_kb
-    record = kb.store.get_json("self_calibration")
-    assert record["live"] == "self-calibrated: sparse"
+    run = calibration_record.load(kb.store).self_run
+    assert run["live"] == "self-calibrated: sparse"
     results = [kb.search(q, TIERS, SearchOptions(k=3)) for q in openings.values()]
     top = [r.candidates[0].doc_id for r in results]
     assert top == list(openings)
@@ -116,21 +130,31 @@ def test_material_change_is_measured_on_documents(
     assert kb.maybe_self_calibrate() is None  # nothing changed: no refit
     _write(tmp_path / "more", 34, seed=9)  # D00..D33 with new text: every document changes
     kb.ingest([tmp_path / "more"])
-    assert kb.store.get_json("self_calibration")["documents"] == 34
+    assert calibration_record.load(kb.store).self_run["documents"] == 34
 
 
-def test_precedents_are_the_same_type_or_the_same_title() -> None:
+def test_precedents_are_the_same_failure_mode_the_same_title_or_a_link() -> None:
     from seenbefore.knowledge.validate import postmortem_from_markdown
 
-    def pm(doc: str, title: str, type_: str | None) -> object:
-        return postmortem_from_markdown(f"{doc}.md", postmortem_text(doc, title=title, type=type_))
+    def pm(
+        doc: str, title: str, type_: str | None, body: str | None = None, **extra: str
+    ) -> object:
+        text = postmortem_text(doc, title=title, type=type_, body=body, **extra)
+        return postmortem_from_markdown(f"{doc}.md", text)
 
-    a = pm("A", "Pool exhausted", "pool")
-    b = pm("B", "Something else", "pool")  # same failure mode
-    c = pm("C", "pool  EXHAUSTED", None)  # a recurrence: the same title
-    d = pm("D", "Disk full", "disk")
-    assert precedents(a, [a, b, c, d]) == {"B", "C"}  # type: ignore[arg-type]
-    assert precedents(d, [a, b, c, d]) == set()  # type: ignore[arg-type]
+    a = pm("PM-A", "Pool exhausted", "connection-pool-exhaustion")
+    b = pm("PM-B", "Something else", "connection-pool-exhaustion")  # same failure mode
+    c = pm("PM-C", "pool  EXHAUSTED", None)  # a recurrence: the same title
+    d = pm("PM-D", "Disk full", "disk-full")
+    e = pm("PM-E", "Quiet night", None, "## Summary\nThe same thing as PM-D happened again.\n")
+    f = pm("PM-F", "Other", None, related="PM-E")  # a related: list links both ways
+    found = known([a, b, c, d, e, f])  # type: ignore[list-item]
+    assert set(found["PM-A"].precedents) == {"PM-B", "PM-C"}
+    assert found["PM-A"].precedents["PM-B"] == "mode: connection-pool-exhaustion"
+    assert found["PM-A"].precedents["PM-C"] == "link: same title"
+    assert set(found["PM-D"].precedents) == {"PM-E"}  # PM-E's body names PM-D
+    assert set(found["PM-E"].precedents) == {"PM-D", "PM-F"}
+    assert found["PM-F"].precedents == {"PM-E": "link: related"}
 
 
 def test_report_json_is_strict() -> None:

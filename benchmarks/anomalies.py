@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             lambda w, subset: hit_at_1({"sparse": 1.0, "signals": w}, subset),
             metric="type Hit@1",
         )
-        w_signals = signals_choice.dense  # choose_weight_cv names the swept weight "dense"
+        w_signals = signals_choice.dense  # pick_weight_cv names the swept weight "dense"
         console.print(f"signals weight {w_signals}: {signals_choice.source}")
         dense_choice = None
         w_dense = 0.0

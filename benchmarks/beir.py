@@ -4,7 +4,7 @@
 
 One text per document (title + " " + text, the BEIR convention). Each retriever ranks 100
 documents per query; RRF fuses those lists (k=60). The gated row's dense weight is chosen with
-``seenbefore.core.trust.choose_weight_cv`` on the TRAIN queries (5-fold cross-validation, seed 0,
+``seenbefore.calibration.weights.pick_weight_cv`` on the TRAIN queries (5-fold cross-validation, seed 0,
 nDCG@10: chosen on four folds, checked on the fifth) and then scored on the test queries. Metrics
 come from ranx. Corpus embeddings are cached under benchmarks/results/cache/. Prints a table and
 writes benchmarks/results/beir.json.

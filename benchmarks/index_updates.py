@@ -45,7 +45,9 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import chunk_counts, load_corpus, markdown, plan, scifact_markdown, scifact_queries
 from provenance import RESULTS, provenance, write_results
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
@@ -180,7 +182,7 @@ def run(store: Store, home: Path, args: argparse.Namespace, queries: list[str]) 
         store, scifact_markdown(args.scifact, copies, limit=n_docs), np.random.default_rng(0)
     )
     console.print(f"  loaded: {out}")
-    store.set_json("fusion_weights", {MINILM_NAME: {"dense": 0.5, "source": "benchmark"}})
+    keep_gate(store, MINILM_NAME, FusionWeights(0.5, "benchmark"), who="benchmark")
     kb = KnowledgeBase(Settings(home=home, embedder="none"), store=store)
     kb.query_embedder = RandomQueries()  # type: ignore[assignment]
     clock = time.perf_counter()

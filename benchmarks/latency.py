@@ -46,7 +46,9 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import alert_length, chunk_counts, plan, scifact_markdown, scifact_queries
 from ingest import ingest_scifact
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import MINILM_NAME, normalise
 from seenbefore.retrieval.hybrid import SearchOptions
@@ -84,7 +86,7 @@ def run_size(
     rows = kb.store.chunk_rows()
     vectors = normalise(np.random.default_rng(0).standard_normal((len(rows.ids), 384)))
     kb.store.replace_vectors(MINILM_NAME, rows.ids.tolist(), vectors)
-    kb.store.set_json("fusion_weights", {MINILM_NAME: {"dense": 0.5, "source": "benchmark"}})
+    keep_gate(kb.store, MINILM_NAME, FusionWeights(0.5, "benchmark"), who="benchmark")
     kb.query_embedder = RandomQueries()  # type: ignore[assignment]
     started = time.perf_counter()
     kb.index()
@@ -144,7 +146,7 @@ def run_postgres(
         clock = time.perf_counter()
         store.replace_vectors(MINILM_NAME, rows.ids.tolist(), vectors)
         out["vectors_s"] = round(time.perf_counter() - clock, 1)
-        store.set_json("fusion_weights", {MINILM_NAME: {"dense": 0.5, "source": "benchmark"}})
+        keep_gate(store, MINILM_NAME, FusionWeights(0.5, "benchmark"), who="benchmark")
         with tempfile.TemporaryDirectory() as home:
             kb = KnowledgeBase(Settings(home=Path(home), embedder="none"), store=store)  # type: ignore[arg-type]
             kb.query_embedder = RandomQueries()  # type: ignore[assignment]

@@ -7,7 +7,7 @@ Dev sets (every one ranked by our modes and by rank_bm25 / bm25s, same process, 
     event's FIRST update, document = service name + summary (front matter) + LAST update (body).
     ``aws-novelty``: the same queries against a KB holding half the events (seeded): a query whose
     event was left out has no precedent. Its confidence model is the KB's own self-calibration
-    (evaluation/selfcal.py: fitted on cases the KB makes from itself, no labels from the task).
+    (calibration/selfcal.py: fitted on cases the KB makes from itself, no labels from the task).
     ``aws-novelty-seeds``: the sparse default over --novelty-seeds different halves (how much one
     split moves), with how many left-out events have a twin posted within the hour in the KB.
     ``signal_ceiling``: a diagnostic, the AUROC a logistic model over the same signals reaches
@@ -430,7 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             keep = novelty_split(events, 0) if name == "aws-novelty" else list(events)
             kb = aws_kb(root, name, keep, args.dense, args.cache)
-            calibration = kb.store.get_json("self_calibration")
+            calibration = kb.store.get_json("calibration")
             cases = aws_cases(events, {e["id"] for e in keep})
             doubtful = ambiguous_left_out(events, keep) if name == "aws-novelty" else None
             results[name] = measure(name, kb, cases, args.dense, doubtful)
@@ -458,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["graphrca"] = measure(
                 "graphrca", kb, category_cases(graphrca, held_out=HELD_OUT), args.dense
             )
-            results["graphrca"]["self_calibration"] = kb.store.get_json("self_calibration")
+            results["graphrca"]["self_calibration"] = kb.store.get_json("calibration")
             show("graphrca", results["graphrca"])
             kb.close()
         if "sample-kb" in wanted:
@@ -466,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 root / "sample", [REPO / "examples/postmortems"], None, args.dense, args.cache
             )
             results["sample-kb"] = measure("sample-kb", kb, load_cases(), args.dense)
-            results["sample-kb"]["self_calibration"] = kb.store.get_json("self_calibration")
+            results["sample-kb"]["self_calibration"] = kb.store.get_json("calibration")
             show("sample-kb", results["sample-kb"])
             kb.close()
     record = {**provenance("benchmarks/realtext.py", argv), "sets": results}

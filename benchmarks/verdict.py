@@ -3,15 +3,22 @@ found" / "possible precedent — check" / "no precedent"), the calibrated ``p_pr
 it, and the ranking of the default mode against its own best single retriever, over a matrix of
 knowledge bases x query styles x {precedent present, left out, off-topic}.
 
-    .venv/bin/python benchmarks/verdict.py --shared ../shared/data [--write] [--dump FILE]
+    .venv/bin/python benchmarks/verdict.py --shared ../shared/data [--write] [--markdown FILE]
+        [--dump FILE] [--quick] [--sets a,b]
 
 A precedent is a postmortem an on-call engineer would want to read for this alert: the same
 incident (a duplicate or follow-up report), a recurrence (the same failure on the same service
 or subsystem), or the same failure mode met elsewhere in the organisation. Off-topic text has
-none. Per set, written down before measuring:
+none. A recurrence is a different document. Per set, written down before measuring:
 
 * ``sample``: the packaged golden cases over examples/postmortems (their ``expected`` and
   ``alternates`` are the precedents; ``expect_novel`` cases have none).
+* ``sample-untyped``: the same golden cases over a copy of examples/postmortems with every
+  ``type:`` front-matter line removed (the effect of hiding the incident types alone).
+* ``sample-replay``: the untyped copy replayed in date order (benchmarks/replays.py): each dated
+  postmortem searched with ``--until`` the day before its date; its precedents are the earlier
+  documents of its hidden type and the ones it links (``supersedes``, ids in its body). Styles
+  ``summary`` (its Summary section) and ``title``; off-topic text runs against the whole KB.
 * ``aws``: the 527 AWS Health events with 2+ updates, one document each (service + summary +
   last update). An event's precedents are itself, any event first posted within an hour of it
   (the same outage posted under another service), and any event of the same service with the
@@ -22,7 +29,7 @@ none. Per set, written down before measuring:
   the kept ones of the above.
 * ``aws-replay``: time-ordered replay: each event searched against the events first posted
   before it only; its precedents are the earlier ones within the hour or of the same service and
-  summary; none means "no precedent".
+  summary; none means "no precedent". Styles ``first-update`` and ``alert-line``.
 * ``graphrca``: real incidents (graphrca), query = the postmortem text without its root-cause
   lines, precedents = incidents of the same cause category; five categories are held out of the
   KB (their incidents have none), as in benchmarks/fit_defaults.py.
@@ -38,126 +45,80 @@ share told "no precedent" (target <= 5 %); among queries with no precedent (left
 off-topic), the share told "no precedent" (>= 70 %, >= 90 % off-topic) and "precedent found"
 (<= 10 %, 0 off-topic); ECE of p_precedent against "the top result is a precedent"; AUROC of
 p_precedent between queries with and without a precedent. A naive baseline is printed beside
-ours: a threshold on the top BM25 score fitted on the KB's own self-made cases.
+ours: a threshold on the top BM25 score fitted on the KB's own self-made cases. A second table
+splits the three verdict states by top right / top wrong / no precedent in the KB, ours and the
+baseline's (benchmarks/verdict_cells.py); ``--markdown`` writes the docs' table of them
+(benchmarks/verdict_table.py). ``probes`` records single queries' top five, verdict and p.
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import random
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from provenance import RESULTS, provenance, write_results
 from realtext import aws_events, aws_markdown, build_kb, novelty_split
+from replays import (
+    aws_precedents,
+    aws_replay_queries,
+    aws_text,
+    sample_replay_queries,
+    untyped_copy,
+)
 from seenbefore.calibration.fitting import FALSE_NONE
-from seenbefore.calibration.selfcal import self_cases
-from seenbefore.core.confidence import auroc, expected_calibration_error
 from seenbefore.evaluation.cases import Case, load_cases
 from seenbefore.evaluation.external import category_cases
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters
+from verdict_cells import GROUPS, Outcome, Query, cell
+from verdict_table import markdown_table
+
+if TYPE_CHECKING:
+    from seenbefore.calibration.selfcal import SelfCase
 
 REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "examples" / "postmortems"
 OFFTOPIC = REPO / "benchmarks" / "data" / "offtopic_dev.txt"
 TIERS = ("general", "restricted", "security")
 HELD_OUT = ("Security", "Memory", "Cloud", "CI-CD", "Configuration")  # as fit_defaults.py
-HOUR = 3600
+ALL_SETS = "sample,sample-untyped,sample-replay,aws,aws-half,aws-replay,graphrca,scifact-kb"
+QUICK_SETS = "sample-replay,aws-replay"
+POOL_QUERY = (
+    "payments-api (aws/us-east-1): db_connections_in_use at 100% of pool, p99 latency 8x "
+    "baseline, error rate 12%, CPU normal"
+)
 console = Console(width=220)
 
 
-@dataclass(frozen=True)
-class Query:
-    """One dev query: its text, style, precedents in the KB it runs against, excluded docs."""
+def own_cases(kb: KnowledgeBase) -> tuple[list[SelfCase], list[SelfCase], list[str]]:
+    """The KB's self-made cases, as its self-calibration makes them (fit half, held half, tiers).
+    The one import of the self-calibration module in this benchmark: change it here when it
+    moves."""
+    from seenbefore.calibration.selfcal import self_cases
 
-    id: str
-    text: str
-    style: str
-    precedents: frozenset[str] = frozenset()
-    exclude: tuple[str, ...] = ()
-
-    @property
-    def has_precedent(self) -> bool:
-        return bool(self.precedents)
-
-
-@dataclass
-class Outcome:
-    query: Query
-    tops: dict[str, str | None] = field(default_factory=dict)  # mode -> top id
-    rankings: dict[str, list[str]] = field(default_factory=dict)  # mode -> ranked ids
-    p: float = 0.0
-    verdict: str = ""
-    novel: bool = False
-    signals: dict[str, float] = field(default_factory=dict)
-    top_bm25: float = 0.0  # the sparse mode's top score (what the naive baseline thresholds)
-    naive: str = ""  # the naive baseline's verdict
-
-    def right(self, mode: str = "default") -> bool:
-        return self.tops.get(mode) in self.query.precedents
-
-
-# -- the precedent rule for AWS events ---------------------------------------------------------
-def _title(e: dict[str, Any]) -> tuple[str, str]:
-    return e["service_name"], e["summary"].strip().lower()
-
-
-def aws_precedents(events: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
-    """Each event's precedents among ``events``: itself, events first posted within an hour of
-    it, events of the same service and summary."""
-    by_time = sorted(events, key=lambda e: int(e["date"]))
-    times = [int(e["date"]) for e in by_time]
-    by_title: dict[tuple[str, str], set[str]] = {}
-    for e in events:
-        by_title.setdefault(_title(e), set()).add(e["id"])
-    out: dict[str, set[str]] = {}
-    for e in events:
-        t = int(e["date"])
-        lo, hi = bisect.bisect_left(times, t - HOUR), bisect.bisect_right(times, t + HOUR)
-        out[e["id"]] = {e["id"], *(o["id"] for o in by_time[lo:hi])} | by_title[_title(e)]
-    return out
+    return self_cases(kb)
 
 
 def aws_queries(
-    events: Sequence[dict[str, Any]], present: set[str], *, styles: Iterable[str]
+    events: Sequence[dict[str, Any]], present: set[str], *, styles: Sequence[str]
 ) -> list[Query]:
     rule = aws_precedents(events)
-    out = []
-    for e in events:
-        found = frozenset(rule[e["id"]] & present)
-        for style in styles:
-            text = (
-                e["updates"][0]["text"]
-                if style == "first-update"
-                else f"{e['service_name']}: {e['summary']}"
-            )
-            out.append(Query(f"{style}:{e['id']}", text, style, found))
-    return out
-
-
-def replay_queries(events: Sequence[dict[str, Any]]) -> list[Query]:
-    """Each event against the events posted before it (later ones and itself excluded)."""
-    ordered = sorted(events, key=lambda e: (int(e["date"]), e["id"]))
-    rule = aws_precedents(events)
-    out = []
-    for i, e in enumerate(ordered):
-        earlier = {o["id"] for o in ordered[:i] if int(o["date"]) < int(e["date"])}
-        later = tuple(sorted({o["id"] for o in ordered} - earlier))
-        found = frozenset((rule[e["id"]] - {e["id"]}) & earlier)
-        out.append(
-            Query(f"replay:{e['id']}", e["updates"][0]["text"], "first-update", found, later)
-        )
-    return out
+    return [
+        Query(f"{style}:{e['id']}", aws_text(e, style), style, frozenset(rule[e["id"]] & present))
+        for e in events
+        for style in styles
+    ]
 
 
 def offtopic_queries(claims: Sequence[str]) -> list[Query]:
@@ -204,7 +165,7 @@ def naive_threshold(kb: KnowledgeBase) -> float:
     cases, styles and operating point our model is fitted with): the score below which only
     ``FALSE_NONE`` of the cases whose precedent sparse ranks first fall. Above it the baseline
     says "precedent found", below it "no precedent"."""
-    fit, held, tiers = self_cases(kb)
+    fit, held, tiers = own_cases(kb)
     scores = []
     for made in (*fit, *held):
         c = made.case
@@ -231,7 +192,7 @@ def run(kb: KnowledgeBase, queries: Sequence[Query], dense: bool) -> list[Outcom
         modes["dense"] = SearchOptions(k=20, mode="dense")
     out = []
     for q in queries:
-        filters = SearchFilters(tiers=TIERS, exclude_ids=q.exclude)
+        filters = SearchFilters(tiers=TIERS, exclude_ids=q.exclude, date_to=q.until)
         o = Outcome(q)
         for mode, options in modes.items():
             result = kb.search(q.text, filters, options)
@@ -243,60 +204,10 @@ def run(kb: KnowledgeBase, queries: Sequence[Query], dense: bool) -> list[Outcom
             if mode == "default":
                 o.p = result.confidence
                 o.novel = result.novel
-                o.verdict = getattr(result, "verdict", "") or (
-                    "no precedent" if result.novel else "precedent found"
-                )
+                o.verdict = result.verdict
                 o.signals = dict(result.signals)
         out.append(o)
     return out
-
-
-def cell(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    n = len(outcomes)
-    with_p = [o for o in outcomes if o.query.has_precedent]
-    without = [o for o in outcomes if not o.query.has_precedent]
-    first = [o for o in with_p if o.right()]
-    hit = {
-        m: round(sum(o.right(m) for o in with_p) / len(with_p), 4)
-        for m in ("default", "sparse", "dense")
-        if with_p and all(m in o.tops for o in with_p)
-    }
-    best_single = max((v for m, v in hit.items() if m != "default"), default=None)
-    labels = [int(o.right()) for o in outcomes]
-    ps = [o.p for o in outcomes]
-    area = auroc(ps, [int(o.query.has_precedent) for o in outcomes])
-
-    def share(rows: Sequence[Outcome], verdict: str) -> float | None:
-        return round(sum(o.verdict == verdict for o in rows) / len(rows), 4) if rows else None
-
-    return {
-        "queries": n,
-        "with_precedent": len(with_p),
-        "hit_at_1": hit,
-        "default_minus_best_single": (
-            round(hit["default"] - best_single, 4)
-            if best_single is not None and "default" in hit
-            else None
-        ),
-        "false_no_precedent_when_first": share(first, "no precedent"),
-        "no_precedent_when_none": share(without, "no precedent"),
-        "found_when_none": share(without, "precedent found"),
-        "possible_when_first": share(first, "possible precedent — check"),
-        "ece": round(expected_calibration_error(ps, labels), 4) if n else None,
-        "auroc": None if area != area else round(area, 4),
-        "mean_p": round(sum(ps) / n, 4) if n else None,
-        "naive": {  # the top-BM25-threshold baseline on the same queries (sparse's top result)
-            "false_no_precedent_when_first": naive_share(
-                [o for o in with_p if o.right("sparse")], "no precedent"
-            ),
-            "no_precedent_when_none": naive_share(without, "no precedent"),
-            "found_when_none": naive_share(without, "precedent found"),
-        },
-    }
-
-
-def naive_share(rows: Sequence[Outcome], verdict: str) -> float | None:
-    return round(sum(o.naive == verdict for o in rows) / len(rows), 4) if rows else None
 
 
 def dump(path: Path, name: str, outcomes: Sequence[Outcome]) -> None:
@@ -323,25 +234,53 @@ def dump(path: Path, name: str, outcomes: Sequence[Outcome]) -> None:
             )
 
 
+def probe(kb: KnowledgeBase, text: str, labels: dict[str, str]) -> dict[str, Any]:
+    """One query on the whole KB (default mode): its top five with their incident types (the
+    hidden labels where the KB holds none), the verdict and ``p_precedent``."""
+    result = kb.search(text, SearchFilters(tiers=TIERS), SearchOptions(k=5))
+    return {
+        "query": text,
+        "top": [
+            {"id": c.doc_id, "type": c.type or labels.get(c.doc_id, "")} for c in result.candidates
+        ],
+        "verdict": result.verdict,
+        "p": result.confidence,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
     parser.add_argument("--no-dense", action="store_true", help="sparse KBs only (fast)")
-    parser.add_argument("--sets", default="sample,aws,aws-half,aws-replay,graphrca,scifact-kb")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"sparse KBs only, and unless --sets says otherwise only {QUICK_SETS}",
+    )
+    parser.add_argument("--sets", help=f"comma-separated, of {ALL_SETS} (default: all)")
     parser.add_argument("--dump", type=Path, help="write every query's signals here (JSONL)")
     parser.add_argument("--write", action="store_true", help="write results/verdict.json")
+    parser.add_argument(
+        "--markdown", type=Path, help="write the docs' verdict-state table here (Markdown)"
+    )
     args = parser.parse_args(argv)
     if not args.shared.is_dir():
         console.print(f"no shared data at {args.shared}; pass --shared", style="yellow")
         return 2
-    dense = not args.no_dense
-    wanted = args.sets.split(",")
+    dense = not (args.no_dense or args.quick)
+    wanted = (args.sets or (QUICK_SETS if args.quick else ALL_SETS)).split(",")
+    unknown = sorted(set(wanted) - set(ALL_SETS.split(",")))
+    if unknown:
+        console.print(f"--sets names {', '.join(unknown)}; known sets: {ALL_SETS}", style="red")
+        return 2
+    started = time.perf_counter()
     claims = scifact_claims(args.shared)
     off = offtopic_queries(claims)
     events = aws_events(args.shared / "postmortems" / "aws_status_events.jsonl")
     cells: dict[str, dict[str, Any]] = {}
     naive: dict[str, float] = {}  # per KB: the baseline's fitted top-BM25 threshold
+    probes: dict[str, dict[str, Any]] = {}
     if args.dump:
         args.dump.write_text("")
     with tempfile.TemporaryDirectory(prefix="seenbefore-verdict-") as scratch:
@@ -366,11 +305,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if part and len(part) < len(rows):
                         cells[f"{name}/{style}/{kind}"] = cell(part)
 
-        if "sample" in wanted:
-            kb = build_kb(
-                root / "sample", [REPO / "examples" / "postmortems"], None, dense, args.cache
-            )
-            measure("sample", kb, from_cases(load_cases(), "golden") + off)
+        if "sample" in wanted or "sample-replay" in wanted or "sample-untyped" in wanted:
+            kb = build_kb(root / "sample", [SAMPLE], None, dense, args.cache)
+            probes["sample"] = probe(kb, POOL_QUERY, {})
+            if "sample" in wanted:
+                measure("sample", kb, from_cases(load_cases(), "golden") + off)
+            kb.close()
+            docs = untyped_copy(SAMPLE, root / "untyped-docs")
+            labels = {d.id: d.type for d in docs}
+            kb = build_kb(root / "untyped", [root / "untyped-docs"], None, dense, args.cache)
+            probes["sample-untyped"] = probe(kb, POOL_QUERY, labels)
+            if "sample-untyped" in wanted:
+                measure("sample-untyped", kb, from_cases(load_cases(), "golden"))
+            if "sample-replay" in wanted:
+                measure("sample-replay", kb, sample_replay_queries(docs) + off)
             kb.close()
         if {"aws", "aws-replay"} & set(wanted):
             folder = root / "aws-docs"
@@ -383,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 styles = ("first-update", "alert-line")
                 measure("aws", kb, aws_queries(events, present, styles=styles) + off)
             if "aws-replay" in wanted:
-                measure("aws-replay", kb, replay_queries(events))
+                measure("aws-replay", kb, aws_replay_queries(events))
             kb.close()
         if "aws-half" in wanted:
             keep = novelty_split(events, 0)
@@ -411,15 +359,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             ] + [Query(c.id, c.query, "golden") for c in load_cases()]
             measure("scifact-kb", kb, incident)
             kb.close()
+    seconds = round(time.perf_counter() - started, 1)
     show(cells)
+    show_states(cells)
+    show_probes(probes)
+    console.print(f"{seconds} s ({'dense and sparse' if dense else 'sparse only'})")
+    if args.markdown:
+        args.markdown.write_text(markdown_table(cells), encoding="utf-8")
+        console.print(f"wrote {args.markdown}")
     if args.write:
         record = {
             **provenance("benchmarks/verdict.py", argv),
+            "seconds": seconds,
+            "dense": dense,
             "naive_thresholds": naive,
+            "probes": probes,
             "cells": cells,
         }
         console.print(f"wrote {write_results(RESULTS / 'verdict.json', record)}")
     return 0
+
+
+def _f(v: Any) -> str:
+    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
 def show(cells: dict[str, dict[str, Any]]) -> None:
@@ -437,27 +399,23 @@ def show(cells: dict[str, dict[str, Any]]) -> None:
         "mean p",
         "naive fNP/NP/found",
     )
-    for c in cols:
-        table.add_column(c, justify="right" if c != "cell" else "left")
-
-    def f(v: Any) -> str:
-        return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
-
+    for col in cols:
+        table.add_column(col, justify="right" if col != "cell" else "left")
     for name, c in cells.items():
         hit = c["hit_at_1"]
         table.add_row(
             name,
             str(c["queries"]),
-            "/".join(f(hit.get(m)) for m in ("default", "sparse", "dense")) if hit else "-",
-            f(c["default_minus_best_single"]),
-            f(c["false_no_precedent_when_first"]),
-            f(c["no_precedent_when_none"]),
-            f(c["found_when_none"]),
-            f(c["ece"]),
-            f(c["auroc"]),
-            f(c["mean_p"]),
+            "/".join(_f(hit.get(m)) for m in ("default", "sparse", "dense")) if hit else "-",
+            _f(c["default_minus_best_single"]),
+            _f(c["false_no_precedent_when_first"]),
+            _f(c["no_precedent_when_none"]),
+            _f(c["found_when_none"]),
+            _f(c["ece"]),
+            _f(c["auroc"]),
+            _f(c["mean_p"]),
             "/".join(
-                f(c["naive"][k])
+                _f(c["naive"][k])
                 for k in (
                     "false_no_precedent_when_first",
                     "no_precedent_when_none",
@@ -466,6 +424,33 @@ def show(cells: dict[str, dict[str, Any]]) -> None:
             ),
         )
     console.print(table)
+
+
+def show_states(cells: dict[str, dict[str, Any]]) -> None:
+    """The verdict states by top right / top wrong / no precedent in the KB: shares told found /
+    possible / none and the group's size, ours (default's top) and the naive baseline's
+    (sparse's top; it never says "possible")."""
+    table = Table(title="verdict states: found/possible/none (n) by group")
+    table.add_column("cell")
+    for who in ("ours", "naive"):
+        for group in GROUPS:
+            table.add_column(f"{who} {group.replace('_', ' ')}", justify="right")
+
+    def triple(g: dict[str, Any]) -> str:
+        if not g["n"]:
+            return "-"
+        return "/".join(_f(g[k]) for k in ("found", "possible", "none")) + f" ({g['n']})"
+
+    for name, c in cells.items():
+        ours, base = c["states"], c["naive"]["states"]
+        table.add_row(name, *(triple(ours[g]) for g in GROUPS), *(triple(base[g]) for g in GROUPS))
+    console.print(table)
+
+
+def show_probes(probes: dict[str, dict[str, Any]]) -> None:
+    for kb, p in probes.items():
+        tops = ", ".join(f"{t['id']} ({t['type'] or '?'})" for t in p["top"])
+        console.print(f"probe on {kb}: {p['verdict']} (p {p['p']:.3f}); top five: {tops}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Annotated
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markdown import Markdown
@@ -16,10 +18,23 @@ from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, pr
 from seenbefore.cli.security import record_local
 from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
+from seenbefore.knowledge.failure_modes import (
+    CONFIDENT,
+    failure_mode,
+    failure_modes_json,
+    matches,
+    wanted_slug,
+)
+from seenbefore.knowledge.failure_taxonomy import taxonomy
 from seenbefore.limits import check_filters, check_k, check_query
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.retrieval.output import result_json
 from seenbefore.types import SearchFilters, SearchResult
+
+if TYPE_CHECKING:
+    from seenbefore.storage.ports import Store
+
+TYPE_BATCH = 200  # documents read at a time to match --type
 
 TierOption = Annotated[
     list[str] | None,
@@ -49,6 +64,14 @@ def search(
     ] = None,
     since: Annotated[str | None, typer.Option(help="only incidents on/after YYYY-MM-DD")] = None,
     until: Annotated[str | None, typer.Option(help="only incidents on/before YYYY-MM-DD")] = None,
+    type_: Annotated[
+        str | None,
+        typer.Option(
+            "--type",
+            help="only postmortems of this failure mode: the author's type, or one inferred "
+            "with p >= 0.5 (slugs: docs/postmortem-format.md)",
+        ),
+    ] = None,
     include_superseded: Annotated[bool, typer.Option(help="also show superseded versions")] = False,
     mode: Annotated[str, typer.Option(help="hybrid | sparse | dense")] = "hybrid",
     dense_weight: Annotated[
@@ -92,7 +115,10 @@ def search(
         recency_half_life_days=recency_half_life,
     )
     with open_kb() as kb:
+        if type_ is not None:
+            filters = _of_type(kb.store, filters, type_)
         result = kb.search(text, filters, options)
+        modes = failure_modes_json(kb.store, [c.doc_id for c in result.candidates])
         record_local(
             kb.store,
             "search",
@@ -103,11 +129,40 @@ def search(
             detail={"mode": result.mode, "k": k},
         )
     if as_json:
-        print_json({**result_json(result, explain=explain), "empty_because": result.empty_because})
+        payload = result_json(result, explain=explain, failure_modes=modes)
+        print_json({**payload, "empty_because": result.empty_because})
         return
-    render_result(result, result.empty_because)
+    render_result(result, result.empty_because, modes)
     if explain:
         render_explain(result)
+
+
+def _of_type(store: Store, filters: SearchFilters, wanted: str) -> SearchFilters:
+    """``filters`` that also leave out every postmortem whose failure mode is not ``wanted``
+    (the author's type, or an inferred one at p >= CONFIDENT): a filter applied before scoring,
+    as the others are. InputError when no postmortem the caller may see has that mode."""
+    slug = wanted_slug(wanted)
+    if not slug:
+        raise InputError(f"--type is {wanted!r}; give a failure mode slug such as bad-deploy")
+    ids = store.list_ids(filters.tiers)
+    other: list[str] = []
+    for start in range(0, len(ids), TYPE_BATCH):
+        docs = store.documents_meta(ids[start : start + TYPE_BATCH])
+        other += [i for i, d in docs.items() if not matches(failure_mode(d.postmortem), slug)]
+    if len(other) == len(ids):
+        known = (
+            ""
+            if slug in taxonomy().slugs
+            else (
+                f"; {slug!r} is not a failure mode the taxonomy knows (slugs: "
+                "docs/postmortem-format.md), and no author wrote it as a type"
+            )
+        )
+        raise InputError(
+            f"--type {wanted}: no postmortem you may see has failure mode {slug!r} (as its "
+            f"author's type or inferred with p >= {CONFIDENT}){known}; drop --type or pick another mode"
+        )
+    return replace(filters, exclude_ids=tuple(sorted({*filters.exclude_ids, *other})))
 
 
 def verdict_markup(verdict: str) -> str:
@@ -116,8 +171,13 @@ def verdict_markup(verdict: str) -> str:
     return f"[{style}]{verdict.upper() if verdict == NONE else verdict}[/]"
 
 
-def render_result(result: SearchResult, emptied: str | None = None) -> None:
-    """``emptied``: which filter left nothing to search (:func:`seenbefore.limits.empty_reason`)."""
+def render_result(
+    result: SearchResult,
+    emptied: str | None = None,
+    modes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> None:
+    """``emptied``: which filter left nothing to search (:func:`seenbefore.limits.empty_reason`);
+    ``modes``: each result's failure mode (FailureMode.as_dict), shown where it has no type."""
     if not result.candidates:
         if emptied:
             console.print(f"no matching postmortems: {emptied}")
@@ -136,8 +196,9 @@ def render_result(result: SearchResult, emptied: str | None = None) -> None:
         stale = (
             f" [yellow](superseded by {c.superseded_by or '?'})[/]" if c.status != "current" else ""
         )
+        kind = _kind(c.type, (modes or {}).get(c.doc_id))
         console.print(
-            f"[bold]{rank}. {c.doc_id}[/]  {c.score:.4f}  [cyan]{c.type or '-'}[/]  {when}  "
+            f"[bold]{rank}. {c.doc_id}[/]  {c.score:.4f}  [cyan]{escape(kind)}[/]  {when}  "
             f"[dim]({c.matched_by})[/] {c.title}{stale}",
             soft_wrap=True,
         )
@@ -145,6 +206,15 @@ def render_result(result: SearchResult, emptied: str | None = None) -> None:
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
         console.print(f"     [dim]{c.section_key}:[/] {snippet[:200]}", soft_wrap=False)
+
+
+def _kind(author: str, mode: Mapping[str, Any] | None) -> str:
+    """A result's type for the terminal: the author's, else the inferred mode marked so."""
+    if author or mode is None:
+        return author or "-"
+    if mode["known"]:
+        return f"{mode['slug']} (inferred)"
+    return "- (type unknown)"
 
 
 def render_explain(result: SearchResult) -> None:
@@ -209,11 +279,13 @@ def show(
             store, "show", tiers, doc_ids=[doc.postmortem.id], tiers=[doc.postmortem.access_tier]
         )
     pm = doc.postmortem
+    mode = failure_mode(pm)
     meta = {
         "id": pm.id,
         "title": pm.title,
         "date": pm.date.isoformat() if pm.date else None,
         "type": pm.type,
+        "failure_mode": mode.as_dict(),
         "severity": pm.severity,
         "status": doc.effective_status,
         "superseded_by": doc.superseded_by,
@@ -231,7 +303,9 @@ def show(
         print_json({**meta, "body": pm.body})
         return
     table = Table.grid(padding=(0, 2))
-    for key, value in meta.items():
+    shown = {**meta, "type": pm.type or mode.label()}  # the author's type, else marked inferred
+    del shown["failure_mode"]
+    for key, value in shown.items():
         if value not in (None, [], {}, ""):
             table.add_row(
                 f"[bold]{key}[/]", ", ".join(value) if isinstance(value, list) else str(value)

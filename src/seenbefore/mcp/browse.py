@@ -19,6 +19,7 @@ from typing import Any
 from seenbefore.errors import InputError
 from seenbefore.investigation.evidence import Evidence, EvidenceItem
 from seenbefore.investigation.query import from_text
+from seenbefore.knowledge.failure_modes import failure_mode, matches
 from seenbefore.limits import MAX_QUERY_CHARS
 from seenbefore.mcp import outputs, shaping
 from seenbefore.mcp.catalog import FindRelated, ListPostmortems, RecordFeedback
@@ -94,13 +95,14 @@ def list_postmortems(app: Ready, who: Caller, args: ListPostmortems) -> outputs.
         if args.until is not None and (day is None or day > args.until):
             continue
         chosen.append((day, doc_id))
-    if args.type is not None:
-        wanted = args.type.casefold()
+    if args.type is not None:  # the failure mode: the author's type or a confident inferred one
         ids = [d for _, d in chosen]
         typed: set[str] = set()
         for start in range(0, len(ids), META_BATCH):
             meta = app.kb.store.documents_meta(ids[start : start + META_BATCH])
-            typed |= {i for i, doc in meta.items() if doc.postmortem.type.casefold() == wanted}
+            typed |= {
+                i for i, doc in meta.items() if matches(failure_mode(doc.postmortem), args.type)
+            }
         chosen = [(day, d) for day, d in chosen if d in typed]
     chosen.sort(key=lambda item: item[1])
     chosen.sort(key=lambda item: item[0] or dt.date.min, reverse=True)  # newest, undated last
@@ -132,6 +134,7 @@ def _meta(doc: StoredDocument, base: str | None) -> outputs.PostmortemMeta:
         services=list(pm.services),
         severity=pm.severity,
         type=pm.type,
+        failure_mode=outputs.FailureMode(**failure_mode(pm).as_dict()),
         status=doc.effective_status,
         link=shaping.link(base, "postmortems", pm.id),
     )

@@ -97,7 +97,12 @@ class ListPostmortems(Arguments):
     service: Annotated[str | None, Field(min_length=1, max_length=200)] = None
     type: Annotated[
         str | None,
-        Field(min_length=1, max_length=200, description="incident type (dns, key-rotation, …)"),
+        Field(
+            min_length=1,
+            max_length=200,
+            description="failure mode slug (dns-failure, credential-rotation, …; aliases such as "
+            "dns accepted): the author's type, or one inferred from the text with p >= 0.5",
+        ),
     ] = None
     since: Since = None
     until: Until = None

@@ -30,13 +30,32 @@ class Thresholds(Output):
     hi: float = Field(description="'precedent found' at p_precedent >= hi")
 
 
+class FailureMode(Output):
+    """The author's type, or the failure mode inferred from the text (marked inferred)."""
+
+    slug: str = Field(description="a failure mode slug (docs/postmortem-format.md)")
+    inferred: bool = Field(description="false: the author's type; true: inferred from the text")
+    p: float = Field(ge=0.0, le=1.0, description="1.0 for the author's type; else P(slug | text)")
+    known: bool = Field(
+        description="the author's type, or inferred with p >= 0.5; else the mode is unknown and "
+        "slug is only the nearest guess"
+    )
+
+
+FailureModeField = Annotated[
+    FailureMode | None,
+    Field(description="the author's type, or the mode inferred from the text (null: not read)"),
+]
+
+
 class Hit(Output):
     rank: int = Field(ge=1)
     id: str
     title: str
     date: dt.date | None
     services: list[str]
-    type: str
+    type: str = Field(description="the author's type, as written ('' when none)")
+    failure_mode: FailureModeField = None
     status: str = Field(description="current or superseded")
     superseded_by: str | None = None
     link: Link = None
@@ -96,7 +115,8 @@ class PostmortemMeta(Output):
     date: dt.date | None
     services: list[str]
     severity: str
-    type: str
+    type: str = Field(description="the author's type, as written ('' when none)")
+    failure_mode: FailureModeField = None
     status: str = Field(description="current or superseded (as the caller sees it)")
     link: Link = None
 

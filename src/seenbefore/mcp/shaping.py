@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from seenbefore.knowledge.failure_modes import failure_mode
 from seenbefore.mcp import outputs as out
-from seenbefore.service.models import CandidateOut, PostmortemOut, SearchOut
+from seenbefore.service.models import CandidateOut, FailureModeOut, PostmortemOut, SearchOut
 from seenbefore.types import StoredDocument
 
 MAX_RESPONSE_BYTES = 12_000
@@ -102,6 +103,17 @@ def _section(doc: StoredDocument | None, keys: Iterable[str]) -> tuple[str, str]
     return None
 
 
+def mode_of(
+    given: FailureModeOut | None, doc: StoredDocument | None = None
+) -> out.FailureMode | None:
+    """A result's failure mode: the one its search carried, else read from its document."""
+    if given is not None:
+        return out.FailureMode(**given.model_dump())
+    if doc is not None:
+        return out.FailureMode(**failure_mode(doc.postmortem).as_dict())
+    return None
+
+
 def hit(
     c: CandidateOut, top_score: float, k: int, doc: StoredDocument | None, base: str | None
 ) -> out.Hit:
@@ -120,6 +132,7 @@ def hit(
         date=c.date,
         services=c.services,
         type=c.type,
+        failure_mode=mode_of(c.failure_mode, doc),
         status=c.status,
         superseded_by=c.superseded_by,
         link=link(base, "postmortems", c.id),
@@ -216,6 +229,7 @@ def sections_of(
         services=list(pm.services),
         severity=pm.severity,
         type=pm.type,
+        failure_mode=mode_of(pm.failure_mode),
         status=pm.effective_status,
         link=link(base, "postmortems", pm.id),
         supersedes=pm.supersedes,
@@ -253,7 +267,8 @@ def _hit_lines(h: out.Hit, detail: bool = True) -> list[str]:
     when = h.date.isoformat() if h.date else "undated"
     by = ", ".join(f"{n} #{h.ranks[n]}" for n in h.matched_by) or "fusion only"
     lines = [
-        f"{h.rank}. {h.id} ({when}) {h.title} [similarity {h.similarity:.2f}; {by}]"
+        f"{h.rank}. {h.id} ({when}{_type_note(h.type, h.failure_mode)}) {h.title} "
+        f"[similarity {h.similarity:.2f}; {by}]"
         + (f" [superseded by {h.superseded_by}]" if h.superseded_by else "")
     ]
     if detail and h.root_cause:
@@ -305,10 +320,21 @@ def render(result: BaseModel) -> str:
     return "\n".join(lines)
 
 
+def _type_note(author: str, mode: out.FailureMode | None) -> str:
+    """``, type X`` for the author's type, ``, type X (inferred, p 0.62)`` for a confident
+    inferred one, nothing when neither."""
+    if author:
+        return f", type {author}"
+    if mode is not None and mode.known:
+        return f", type {mode.slug} (inferred, p {mode.p:.2f})"
+    return ""
+
+
 def _meta_line(p: out.PostmortemMeta) -> str:
     when = p.date.isoformat() if p.date else "undated"
     services = ", ".join(p.services) or "no services"
-    return f"{p.id} ({when}, {p.severity or 'unrated'}, {p.status}) {p.title} — {services}"
+    kind = _type_note(p.type, p.failure_mode)
+    return f"{p.id} ({when}, {p.severity or 'unrated'}, {p.status}{kind}) {p.title} — {services}"
 
 
 def _plain(data: dict[str, Any]) -> list[str]:

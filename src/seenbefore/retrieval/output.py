@@ -2,22 +2,30 @@
 API's ``SearchOut``, so the two never drift apart. ``verdict`` (one of core.confidence.VERDICTS)
 comes from ``p_precedent`` alone through ``thresholds``; ``confidence`` is the same number under
 its older name, and ``novel`` is true exactly when the verdict is "no precedent" (the results
-are then the nearest postmortems, none of them a match)."""
+are then the nearest postmortems, none of them a match). Each result's ``type`` is the author's,
+as written; ``failure_mode`` ({slug, inferred, p, known}: seenbefore.knowledge.failure_modes) is
+the author's type or the mode inferred from the text, null where the caller gave none."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from seenbefore.types import Candidate, SearchResult
 
+FailureModes = Mapping[str, Mapping[str, Any]]  # doc id -> FailureMode.as_dict()
 
-def candidate_json(rank: int, c: Candidate) -> dict[str, Any]:
+
+def candidate_json(
+    rank: int, c: Candidate, failure_mode: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "rank": rank,
         "id": c.doc_id,
         "title": c.title,
         "date": c.date.isoformat() if c.date else None,
         "type": c.type,
+        "failure_mode": dict(failure_mode) if failure_mode is not None else None,
         "status": c.status,
         "superseded_by": c.superseded_by,
         "access_tier": c.access_tier,
@@ -33,7 +41,10 @@ def candidate_json(rank: int, c: Candidate) -> dict[str, Any]:
     }
 
 
-def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any]:
+def result_json(
+    result: SearchResult, *, explain: bool = False, failure_modes: FailureModes | None = None
+) -> dict[str, Any]:
+    modes = failure_modes or {}
     scored = result.scored  # the FTS path scores nothing: its figures are null
     payload: dict[str, Any] = {
         "query": result.query,
@@ -46,7 +57,9 @@ def result_json(result: SearchResult, *, explain: bool = False) -> dict[str, Any
         "novel": result.novel if scored else None,
         "dense_trusted": result.gate.dense_trusted if result.gate else None,
         "weights": dict(result.weights) if scored else None,
-        "results": [candidate_json(i, c) for i, c in enumerate(result.candidates, 1)],
+        "results": [
+            candidate_json(i, c, modes.get(c.doc_id)) for i, c in enumerate(result.candidates, 1)
+        ],
     }
     if explain:
         payload["explain"] = result.explain()

@@ -75,12 +75,27 @@ class RetrieverScore(BaseModel):
     score: float
 
 
+class FailureModeOut(BaseModel):
+    """seenbefore.knowledge.failure_modes.FailureMode: the author's type, or the inferred one."""
+
+    slug: str = Field(description="a failure mode slug (docs/postmortem-format.md)")
+    inferred: bool = Field(description="false: the author's type; true: inferred from the text")
+    p: float = Field(ge=0.0, le=1.0, description="1.0 for the author's type; else P(slug | text)")
+    known: bool = Field(
+        description="the author's type, or inferred with p >= 0.5; else the mode is unknown and "
+        "slug is only the nearest guess"
+    )
+
+
 class CandidateOut(BaseModel):
     rank: int
     id: str
     title: str
     date: dt.date | None
-    type: str
+    type: str = Field(description="the author's type, as written ('' when none)")
+    failure_mode: FailureModeOut | None = Field(
+        default=None, description="the author's type, or the mode inferred from the text"
+    )
     status: str
     superseded_by: str | None
     access_tier: str
@@ -277,7 +292,10 @@ class PostmortemOut(BaseModel):
     supersedes: str | None
     superseded_by: str | None
     access_tier: str
-    type: str
+    type: str = Field(description="the author's type, as written ('' when none)")
+    failure_mode: FailureModeOut = Field(
+        description="the author's type, or the mode inferred from the text (marked inferred)"
+    )
     tags: list[str]
     signals: list[str]
     extra: dict[str, Any]

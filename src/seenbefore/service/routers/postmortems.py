@@ -14,9 +14,11 @@ from fastapi import APIRouter, Response, status
 
 from seenbefore import lifecycle
 from seenbefore.errors import ConflictError, ForbiddenError, InputError
+from seenbefore.knowledge.failure_modes import failure_mode
 from seenbefore.service.deps import Admin, App, Caller, Ready, Viewer
 from seenbefore.service.models import (
     DeletionOut,
+    FailureModeOut,
     PostmortemIn,
     PostmortemOut,
     SectionOut,
@@ -42,6 +44,7 @@ def postmortem_out(doc: StoredDocument) -> PostmortemOut:
         superseded_by=doc.superseded_by,
         access_tier=pm.access_tier,
         type=pm.type,
+        failure_mode=FailureModeOut(**failure_mode(pm).as_dict()),
         tags=list(pm.tags),
         signals=list(pm.signals),
         extra=dict(pm.extra),

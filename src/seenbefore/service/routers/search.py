@@ -5,18 +5,26 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from seenbefore.errors import InputError
+from seenbefore.knowledge.failure_modes import failure_modes_json
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.retrieval.output import result_json
+from seenbefore.retrieval.output import FailureModes, result_json
 from seenbefore.service import actions
-from seenbefore.service.deps import App, Viewer
+from seenbefore.service.deps import App, Ready, Viewer
 from seenbefore.service.models import SearchIn, SearchOut, problems
 from seenbefore.types import SearchFilters, SearchResult
 
 router = APIRouter(prefix="/v1", tags=["search"], responses=problems(400, 401, 422, 429, 503))
 
 
-def search_out(result: SearchResult) -> SearchOut:
-    return SearchOut.model_validate(result_json(result))
+def search_out(result: SearchResult, failure_modes: FailureModes | None = None) -> SearchOut:
+    """``failure_modes``: each result's (failure_modes_json); null in the results without."""
+    return SearchOut.model_validate(result_json(result, failure_modes=failure_modes))
+
+
+def with_failure_modes(app: Ready, result: SearchResult) -> SearchOut:
+    """The search's JSON with each result's failure mode (one read of the results' documents)."""
+    ids = [c.doc_id for c in result.candidates]
+    return search_out(result, failure_modes_json(app.kb.store, ids))
 
 
 @router.post("/search", response_model=SearchOut, summary="Find postmortems that resemble a text")
@@ -31,6 +39,6 @@ def search(body: SearchIn, app: App, who: Viewer) -> SearchOut:
         date_to=body.until,
     )
     result = actions.search(app, who, body.query, filters, SearchOptions(k=body.k, mode=body.mode))
-    out = search_out(result)
+    out = with_failure_modes(app, result)
     out.empty_because = result.empty_because  # which filter emptied it, as the CLI says
     return out

@@ -39,7 +39,7 @@ from seenbefore.service.deps import (
 from seenbefore.service.errors import TITLES, status_for
 from seenbefore.service.forgery import check_csrf, same_origin
 from seenbefore.service.routers.postmortems import postmortem_out
-from seenbefore.service.routers.search import search_out
+from seenbefore.service.routers.search import with_failure_modes
 from seenbefore.service.sessions import LOGIN_CSRF_COOKIE, SESSION_COOKIE
 from seenbefore.textguard import sanitize_for_display
 from seenbefore.types import SEVERITIES, SearchFilters
@@ -361,7 +361,9 @@ def search(
         )
     except SeenbeforeError as exc:
         return error_page(request, who, exc)
-    return page(request, "search.html", _context(who, query=q, result=search_out(result)))
+    return page(
+        request, "search.html", _context(who, query=q, result=with_failure_modes(app, result))
+    )
 
 
 @router.get("/postmortems/{doc_id}")

@@ -70,3 +70,24 @@ def test_the_precedence_rule_compares_log_loss_on_the_same_cases() -> None:
     assert fitting.beats(sure, flat, rows)[0] is True
     assert fitting.beats(flat, sure, rows)[0] is False
     assert fitting.beats(sure, None, rows)[0] is True
+
+
+def test_lo_also_spares_recurrence_shaped_cases() -> None:
+    import dataclasses
+
+    # present cases: 0.40 .. 0.59 (their 5 % quantile is 0.41)
+    present = _p_rows([0.4 + 0.01 * i for i in range(20)], True, "alert")
+    # recurrences (the source left out, a known precedent first) score lower: 0.05 .. 0.24
+    again = [
+        dataclasses.replace(r, recurrence=True)
+        for r in _p_rows([0.05 + 0.01 * i for i in range(20)], True, "alert")
+    ]
+    lo_present, _, _ = fitting.operating_point(IDENTITY, present)
+    assert lo_present == pytest.approx(0.41, abs=1e-4)  # one case of 20 at or below it
+    lo, _, rule = fitting.operating_point(IDENTITY, [*present, *again])
+    # among the recurrences alone at most 5 % may fall to "no precedent": lo drops below 0.06
+    assert lo == pytest.approx(0.0599, abs=1e-6)
+    assert "shaped like a recurrence (alert)" in rule
+    model = ConfidenceModel(IDENTITY.weights, 0.0, lo=lo, hi=0.9)
+    held = fitting.figures(model, [*present, *again])["all"]
+    assert held["false_no_precedent_when_recurrence_first"] == 0.05  # the lowest one of 20

@@ -147,7 +147,7 @@ def test_precedents_are_the_same_failure_mode_the_same_title_or_a_link() -> None
     c = pm("PM-C", "pool  EXHAUSTED", None)  # a recurrence: the same title
     d = pm("PM-D", "Disk full", "disk-full")
     e = pm("PM-E", "Quiet night", None, "## Summary\nThe same thing as PM-D happened again.\n")
-    f = pm("PM-F", "Other", None, related="PM-E")  # a related: list links both ways
+    f = pm("PM-F", "Other", None, "## Summary\nNothing to say.\n", related="PM-E")  # both ways
     found = known([a, b, c, d, e, f])  # type: ignore[list-item]
     assert set(found["PM-A"].precedents) == {"PM-B", "PM-C"}
     assert found["PM-A"].precedents["PM-B"] == "mode: connection-pool-exhaustion"
@@ -165,3 +165,25 @@ def test_report_json_is_strict() -> None:
     value = strict({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": float("-inf")}})
     assert value == {"a": None, "b": [None, 1.5], "c": {"d": None}}
     json.dumps(value, allow_nan=False)
+
+
+def test_a_left_out_case_is_a_negative_only_against_a_confidently_other_failure_mode() -> None:
+    from seenbefore.calibration.cases import Case
+    from seenbefore.calibration.runs import CaseRun
+    from seenbefore.calibration.selfcal import SelfCase, labelled
+
+    def made(doc: str, top: str, expected: tuple[str, ...], mode: str | None) -> tuple:
+        case = Case(id=f"self-out:alert:{doc}", query="q", expected=expected, exclude=(doc,))
+        run = CaseRun(case, "sparse", [top], {"passage_coverage": 0.5})
+        return run, SelfCase(case, "alert", doc, mode)
+
+    modes = {"A": "memory-leak", "B": "memory-leak", "C": "disk-full", "D": None, "E": None}
+    pairs = [
+        made("A", "B", ("B",), "memory-leak"),  # its recurrence first: right, recurrence-shaped
+        made("A", "C", ("B",), "memory-leak"),  # another failure mode first: a negative
+        made("A", "D", ("B",), "memory-leak"),  # an unknown failure mode first: left out
+        made("E", "C", (), None),  # no known precedent, its own mode unknown: left out
+    ]
+    rows = labelled([r for r, _ in pairs], [s for _, s in pairs], modes)
+    assert [(r.right, r.recurrence) for r in rows] == [(True, True), (False, False)]
+    assert all(r.weight == pytest.approx(0.5) for r in rows)  # weighed by the stated prior

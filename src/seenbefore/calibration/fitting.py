@@ -152,8 +152,8 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
         if len(right) >= MIN_STYLE:
             first += [(p, 1.0 / len(right)) for p in right]
             used_first.append(style)
-        if len(recurring) >= MIN_STYLE:
-            again += [(p, 1.0 / len(recurring)) for p in recurring]
+        if recurring:  # few per style in a small KB: pooled, each case weighing the same
+            again += [(p, 1.0) for p in recurring]
             used_again.append(style)
         if len(bad) >= MIN_STYLE:
             wrong += [(p, 1.0 / len(bad)) for p in bad]
@@ -161,8 +161,10 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
         if style == OFF_DOMAIN and bad:
             ceiling = max(ceiling, max(bad) + 1e-6)
     lo = _weighted_quantile(first, FALSE_NONE) - 1e-6 if first else 0.2
-    if again:
+    if len(again) >= MIN_STYLE:
         lo = min(lo, _weighted_quantile(again, FALSE_NONE) - 1e-6)
+    else:
+        used_again = [f"too few ({len(again)} < {MIN_STYLE})"]
     hi = _weighted_quantile(wrong, 1.0 - FALSE_FOUND) + 1e-6 if wrong else 0.6
     hi = min(0.999, max(0.5, hi, ceiling))
     lo = max(0.0, lo)
@@ -177,7 +179,8 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
     if lo >= hi:
         lo = max(0.0, hi - 0.01)
         rule += f"; the two met, so lo sits just under hi ({lo:.3f}): no middle band"
-    return round(lo, 4), round(hi, 4), rule
+    # lo rounds down and hi up: rounding must not pull a case across its own threshold
+    return math.floor(lo * 1e4) / 1e4, math.ceil(hi * 1e4) / 1e4, rule
 
 
 def _share(flags: Sequence[bool]) -> float | None:

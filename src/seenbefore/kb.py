@@ -22,6 +22,7 @@ import numpy as np
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision
+from seenbefore.knowledge.failure_modes import failure_mode, ranked
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.limits import empty_reason
@@ -417,6 +418,7 @@ class KnowledgeBase:
             context.index,
             gate=context.gate,
             scoring=context.scoring(plan),
+            modes=_MODES,
         )
         result = retriever.search(text, view.search_filters(filters), plan, embedder)
         if result.candidates:
@@ -452,6 +454,20 @@ class KnowledgeBase:
     def live_model_line(self, key: str | None = None) -> str:
         """How the live confidence model was fitted, with its held-out figures (one line)."""
         return self.context().live_model_line(key)
+
+
+class _Modes:
+    """The taxonomy's classifier (knowledge/failure_modes.py) as retrieval's ModeReader."""
+
+    def of_document(self, pm: Postmortem) -> tuple[str, float]:
+        found = failure_mode(pm)
+        return (found.slug, found.p) if found.known else ("", 0.0)
+
+    def of_query(self, text: str) -> dict[str, float]:
+        return dict(ranked("", text))
+
+
+_MODES = _Modes()
 
 
 def _embed_all(

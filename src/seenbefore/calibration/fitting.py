@@ -54,6 +54,7 @@ FEATURES: tuple[str, ...] = (
     "dense_margin",
     "agreement",
     "type_consensus",
+    "mode_match",
     "in_domain",
     "query_coverage",
     "covered_gap",

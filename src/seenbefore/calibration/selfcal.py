@@ -53,7 +53,7 @@ MAX_DOCUMENTS = 150  # documents sampled for cases (keeps ingest of a large KB b
 # The prior a fit assumes: two of three queries have a precedent in the KB (an on-call engineer
 # mostly asks about what has happened before). Each document gives one case with it present and
 # one with it left out, so a left-out case weighs half (the level of p_precedent follows it).
-PRESENT_SHARE = 2 / 3
+PRESENT_SHARE = 1 / 3
 __all__ = ["maybe_self_calibrate", "self_calibrate", "self_cases"]
 
 
@@ -69,8 +69,9 @@ def self_cases(
     kb: KnowledgeBase, *, seed: int = 0, noise: bool = True
 ) -> tuple[list[SelfCase], list[SelfCase], list[str]]:
     """(fit cases, held-out cases, tiers): each sampled document's queries in every style it
-    gives, with the document present and left out, plus the off-domain lines; split by
-    document. ``noise``: False keeps the openings as written (for the gate)."""
+    gives, with the document present, left out, and (when dated) against only the documents
+    dated before it -- the KB as it stood when that incident happened -- plus the off-domain
+    lines; split by document. ``noise``: False keeps the openings as written (for the gate)."""
     ids = kb.store.list_ids(None)
     metas = kb.store.documents_meta(ids)
     current = sorted(d for d, s in metas.items() if s.effective_status == "current")
@@ -85,6 +86,7 @@ def self_cases(
     collection = [t for t in kb.store.chunk_rows().texts if t.strip()]
     everyone = [metas[d].postmortem for d in current]
     known = labels.known(everyone)
+    dated = {d: metas[d].postmortem.date for d in current}
     fit: list[SelfCase] = []
     held: list[SelfCase] = []
     chosen = styles.STYLES if noise else ("opening",)
@@ -92,6 +94,15 @@ def self_cases(
         pm = metas[doc].postmortem
         others = sorted(known[doc].precedents)
         mode = known[doc].mode
+        # the KB as it stood when this incident happened: only documents dated before it
+        later = tuple(
+            sorted(
+                d
+                for d, when in dated.items()
+                if pm.date is not None and (when is None or when >= pm.date) and d != doc
+            )
+        )
+        earlier = [o for o in others if o not in later]
         for style in chosen:
             draw = random.Random(f"{seed}:{doc}:{style}")
             query = styles.style_query(pm, style, collection, draw, noise=noise)
@@ -109,6 +120,16 @@ def self_cases(
                     exclude=(doc,),
                 ),
             ]
+            if later and len(later) < len(current) - 1:
+                pair.append(
+                    Case(
+                        id=f"self-before:{style}:{doc}",
+                        query=query,
+                        expected=tuple(earlier),
+                        expect_novel=not earlier,
+                        exclude=(doc, *later),
+                    )
+                )
             (fit if doc in fit_ids else held).extend(SelfCase(c, style, doc, mode) for c in pair)
     if noise:
         for i, line in enumerate(styles.off_domain_lines()):

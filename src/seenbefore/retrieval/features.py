@@ -4,12 +4,14 @@ agree, whether the query is in the KB's domain at all). Names and order: core/co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from seenbefore.core.confidence import SIGNALS
 from seenbefore.retrieval import standing
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.ranking import ParsedQuery, Ranked, Rankings
+from seenbefore.types import Postmortem
 
 
 def top_document_signals(
@@ -64,6 +66,32 @@ def top_document_signals(
     signals["covered_gap"] = signals.get("sparse_gap", 0.0) * covered
     signals["covered_margin"] = signals.get("sparse_margin", 0.0) * covered
     return signals
+
+
+class ModeReader(Protocol):
+    """Failure modes for the confidence signals (the knowledge base passes the taxonomy's
+    classifier, knowledge/failure_modes.py): a document's mode when known (author's type, or a
+    confident inference) with its probability, and a query's distribution over modes."""
+
+    def of_document(self, pm: Postmortem) -> tuple[str, float]: ...
+
+    def of_query(self, text: str) -> Mapping[str, float]: ...
+
+
+def mode_signals(
+    reader: ModeReader, text: str, documents: Sequence[Postmortem]
+) -> dict[str, float]:
+    """``type_consensus`` over the top documents' failure modes, and ``mode_match``: the
+    probability that the query's failure mode is the top document's (the query's probability of
+    that mode times the document's); 0 when the top document's mode is unknown."""
+    modes = [reader.of_document(pm) for pm in documents[:4]]
+    out = {"type_consensus": type_consensus([slug for slug, _ in modes])}
+    if modes and modes[0][0]:
+        slug, p = modes[0]
+        out["mode_match"] = float(reader.of_query(text).get(slug, 0.0)) * p
+    else:
+        out["mode_match"] = 0.0
+    return out
 
 
 def type_consensus(types: list[str]) -> float:

@@ -21,7 +21,12 @@ from seenbefore.retrieval import standing
 from seenbefore.retrieval.bm25 import phrases
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import Embedder
-from seenbefore.retrieval.features import top_document_signals, type_consensus
+from seenbefore.retrieval.features import (
+    ModeReader,
+    mode_signals,
+    top_document_signals,
+    type_consensus,
+)
 from seenbefore.retrieval.plan import (
     MODES,
     QueryPlan,
@@ -43,6 +48,7 @@ from seenbefore.types import (
     Candidate,
     GateReport,
     MatchedBy,
+    Postmortem,
     RetrieverHit,
     SearchFilters,
     SearchResult,
@@ -60,13 +66,22 @@ class HybridRetriever:
     metadata and chunks (``store`` may be a caller's supersession view of it)."""
 
     def __init__(
-        self, store: SearchReads, index: CorpusIndex, *, gate: GateDecision, scoring: Scoring
+        self,
+        store: SearchReads,
+        index: CorpusIndex,
+        *,
+        gate: GateDecision,
+        scoring: Scoring,
+        modes: ModeReader | None = None,
     ) -> None:
+        """``modes``: failure modes for the confidence signals (none: the author's types)."""
         self.store = store
         self.index = index
         self.gate = gate
         self.scoring = scoring
         self.confidence = scoring.model
+        self.modes = modes
+        self._documents: dict[str, Postmortem] = {}
 
     plan = staticmethod(plan_query)
 
@@ -90,7 +105,11 @@ class HybridRetriever:
         timings["candidates_ms"] = _ms(clock)
         clock = time.perf_counter()
         signals = top_document_signals(self.index, query, rankings, top, plan.options.signals)
-        signals["type_consensus"] = type_consensus([c.type for c in candidates[:4]])
+        if self.modes is not None:
+            shown = [self._documents[c.doc_id] for c in candidates[:4]]
+            signals.update(mode_signals(self.modes, text, shown))
+        else:
+            signals["type_consensus"] = type_consensus([c.type for c in candidates[:4]])
         model = self.confidence
         confidence = model.predict(signals) if model and top else 0.0
         verdict = model.verdict(confidence) if model is not None and top else NONE
@@ -244,6 +263,7 @@ class HybridRetriever:
                 continue
             stored = metas[doc]
             pm = stored.postmortem
+            self._documents[doc] = pm
             chunk = chunks[chosen[doc]]
             found = set(hits[doc]) - {"signals"}
             matched: MatchedBy = (

@@ -90,26 +90,25 @@ class Doc:
     label: str
 
 
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
 def training_docs(tax: Taxonomy, shared: Path, taxonomy_weight: float) -> list[Doc]:
     docs = [
         Doc(f"mode:{m.slug}", "taxonomy", phrase_features(m.words, taxonomy_weight), (m.slug,), "")
         for m in tax.modes
     ]
     folder = shared / "postmortems"
-    for line in (folder / "graphrca_incidents.jsonl").read_text("utf-8").splitlines():
-        row = json.loads(line)
+    graphrca = _rows(folder / "graphrca_incidents.jsonl")
+    for row in graphrca:
         label = row["subcategory"] if row["subcategory"] in tax.graphrca else row["category"]
         if label not in tax.graphrca:
             continue
         text = f"{row['root_cause']}\n{row['postmortem']}"
         docs.append(Doc(row["id"], "graphrca", text_features("", text), tax.graphrca[label], label))
-    linked = {
-        json.loads(line)["danluu_id"]: json.loads(line)["id"]
-        for line in (folder / "graphrca_incidents.jsonl").read_text("utf-8").splitlines()
-        if json.loads(line)["danluu_id"]
-    }
-    for line in (folder / "danluu_postmortems.jsonl").read_text("utf-8").splitlines():
-        row = json.loads(line)
+    linked = {row["danluu_id"]: row["id"] for row in graphrca if row["danluu_id"]}
+    for row in _rows(folder / "danluu_postmortems.jsonl"):
         if row["category"] not in tax.danluu:
             continue
         key = linked.get(row["id"], row["id"])

@@ -33,6 +33,7 @@ INVESTIGATION_PAGE = "docs/investigation.md"
 SERVICE_PAGE = "docs/service.md"
 POSTGRES_PAGE = "docs/postgres.md"
 RESULTS_PAGE = "docs/results.md"
+FORMAT_PAGE = "docs/postmortem-format.md"
 
 
 def _read(page: str) -> str:
@@ -352,7 +353,47 @@ def _headline_nab() -> str:
 
 
 # (what the figure is, the text the page must contain, built from the results file, the page)
+def _failure_modes() -> str:
+    data = _load("failure_modes.json")
+    kb, cv = data["sample_kb"], data["graphrca_cv"]
+    return (
+        "| sample KB, {} typed postmortems, `type` hidden: top-1 / top-3 | {:.3f} / {:.3f} | "
+        "{:.3f} |\n"
+        "| sample KB at p >= {}: coverage / top-1 among those | {:.3f} / {:.3f} | – |\n"
+        "| graphrca, 5-fold CV, {} rows labelled with one mode: top-1 / top-3 | {:.3f} / {:.3f} "
+        "| {:.3f} |\n"
+        "| graphrca, 5-fold CV, {} mapped rows: top-1 within the label's set ({:.1f} modes on "
+        "average) | {:.3f} | {:.3f} |"
+    ).format(
+        kb["postmortems"],
+        kb["top1"],
+        kb["top3"],
+        kb["majority"],
+        data["confident"],
+        kb["confident_coverage"],
+        kb["confident_accuracy"],
+        cv["single_mode_rows"],
+        cv["single_top1"],
+        cv["single_top3"],
+        cv["single_majority"],
+        cv["rows"],
+        cv["mean_label_set_size"],
+        cv["top1_in_label_set"],
+        cv["majority_in_label_set"],
+    )
+
+
 FIGURES: list[tuple[str, Callable[[], str], str]] = [
+    # failure modes, from benchmarks/fit_failure_modes.py
+    ("failure-mode classifier, held out", _failure_modes, FORMAT_PAGE),
+    (
+        "failure-mode confidence on the sample KB",
+        lambda: "on the sample KB {:.0f} % of inferred modes reach p >= {}".format(
+            100 * _load("failure_modes.json")["sample_kb"]["confident_coverage"],
+            _load("failure_modes.json")["confident"],
+        ),
+        FORMAT_PAGE,
+    ),
     # the first hour, from benchmarks/cli_latency.py --demo
     ("make demo after install", lambda: f"**{_load('cli_latency.json')['demo_s']:.1f} s**", README),
     (

@@ -90,6 +90,12 @@ def test_taxonomy_has_every_required_mode_with_words() -> None:
     )
 
 
+def test_the_format_page_lists_every_slug() -> None:
+    page = (Path(EXAMPLES).parents[1] / "docs" / "postmortem-format.md").read_text("utf-8")
+    missing = [s for s in taxonomy().slugs if f"`{s}`" not in page]
+    assert not missing, f"docs/postmortem-format.md does not list {missing}"
+
+
 def test_every_sample_kb_type_maps_to_a_mode() -> None:
     tax = taxonomy()
     types = set()

@@ -134,7 +134,7 @@ def _meta(doc: StoredDocument, base: str | None) -> outputs.PostmortemMeta:
         services=list(pm.services),
         severity=pm.severity,
         type=pm.type,
-        failure_mode=outputs.FailureMode(**failure_mode(pm).as_dict()),
+        failure_mode=shaping.mode_of(None, doc),
         status=doc.effective_status,
         link=shaping.link(base, "postmortems", pm.id),
     )

@@ -188,7 +188,8 @@ TOOLS: dict[str, ToolSpec] = {
             "find_similar_incidents",
             "Find similar past incidents",
             "Past postmortems that resemble what is happening now, best first: per hit its id, "
-            "date, services, type, link, similarity (0-1, relative to the top hit), the "
+            "date, services, type (the author's; failure_mode when inferred instead), link, "
+            "similarity (0-1, relative to the top hit), the "
             "retrievers that ranked it within the k returned, a snippet and root-cause and "
             "resolution excerpts. The verdict ('precedent found', 'possible precedent — check' "
             "or 'no precedent') comes from p_precedent, the calibrated probability that the top "

@@ -106,12 +106,14 @@ def _section(doc: StoredDocument | None, keys: Iterable[str]) -> tuple[str, str]
 def mode_of(
     given: FailureModeOut | None, doc: StoredDocument | None = None
 ) -> out.FailureMode | None:
-    """A result's failure mode: the one its search carried, else read from its document."""
-    if given is not None:
-        return out.FailureMode(**given.model_dump())
-    if doc is not None:
-        return out.FailureMode(**failure_mode(doc.postmortem).as_dict())
-    return None
+    """A result's inferred failure mode (from its search, else read from its document); None
+    where the author wrote a type, which ``type`` already says."""
+    if given is None and doc is not None:
+        mode = failure_mode(doc.postmortem)
+        given = FailureModeOut(**mode.as_dict())
+    if given is None or not given.inferred:
+        return None
+    return out.FailureMode(**given.model_dump())
 
 
 def hit(
@@ -267,7 +269,7 @@ def _hit_lines(h: out.Hit, detail: bool = True) -> list[str]:
     when = h.date.isoformat() if h.date else "undated"
     by = ", ".join(f"{n} #{h.ranks[n]}" for n in h.matched_by) or "fusion only"
     lines = [
-        f"{h.rank}. {h.id} ({when}{_type_note(h.type, h.failure_mode)}) {h.title} "
+        f"{h.rank}. {h.id} ({when}{_type_note(h.failure_mode)}) {h.title} "
         f"[similarity {h.similarity:.2f}; {by}]"
         + (f" [superseded by {h.superseded_by}]" if h.superseded_by else "")
     ]
@@ -320,11 +322,9 @@ def render(result: BaseModel) -> str:
     return "\n".join(lines)
 
 
-def _type_note(author: str, mode: out.FailureMode | None) -> str:
-    """``, type X`` for the author's type, ``, type X (inferred, p 0.62)`` for a confident
-    inferred one, nothing when neither."""
-    if author:
-        return f", type {author}"
+def _type_note(mode: out.FailureMode | None) -> str:
+    """``, type X (inferred, p 0.62)`` for a confidently inferred type; nothing otherwise (the
+    author's type is in the JSON, and the text stays as short as it was)."""
     if mode is not None and mode.known:
         return f", type {mode.slug} (inferred, p {mode.p:.2f})"
     return ""
@@ -333,7 +333,7 @@ def _type_note(author: str, mode: out.FailureMode | None) -> str:
 def _meta_line(p: out.PostmortemMeta) -> str:
     when = p.date.isoformat() if p.date else "undated"
     services = ", ".join(p.services) or "no services"
-    kind = _type_note(p.type, p.failure_mode)
+    kind = _type_note(p.failure_mode)
     return f"{p.id} ({when}, {p.severity or 'unrated'}, {p.status}{kind}) {p.title} — {services}"
 
 

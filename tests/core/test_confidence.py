@@ -100,3 +100,12 @@ def test_a_model_round_trips_with_its_recalibration_and_the_verdict_reads_the_on
     p = model.predict({"sparse_coverage": 0.4})  # recalibrated sigmoid(-0.2)
     assert model.verdict(p) == ("no precedent" if p <= 0.3 else "possible precedent — check")
     assert model.verdict(0.7) == "precedent found" and model.is_novel(0.3)
+
+
+def test_one_shared_word_is_no_evidence_of_a_precedent() -> None:
+    from seenbefore.core.confidence import FOUND, POSSIBLE, verdict
+
+    assert verdict(0.9, 0.2, 0.6) == FOUND  # unknown overlap: p alone
+    assert verdict(0.9, 0.2, 0.6, shared=2) == FOUND
+    assert verdict(0.9, 0.2, 0.6, shared=1) == POSSIBLE  # "capital of australia" vs Sydney
+    assert verdict(0.1, 0.2, 0.6, shared=1) == "no precedent"  # the low end is p's alone

@@ -55,12 +55,17 @@ POSSIBLE = "possible precedent — check"
 NONE = "no precedent"
 VERDICTS: tuple[str, ...] = (FOUND, POSSIBLE, NONE)
 DEFAULT_LO, DEFAULT_HI = 0.2, 0.6
+# one word in common is no evidence of the same failure: "precedent found" needs the top
+# document to share at least this many distinct words with the query (else "possible")
+MIN_SHARED_WORDS = 2
 
 
-def verdict(p: float, lo: float, hi: float) -> str:
-    """The verdict for ``p`` between thresholds ``lo`` < ``hi``."""
+def verdict(p: float, lo: float, hi: float, shared: int | None = None) -> str:
+    """The verdict for ``p`` between thresholds ``lo`` < ``hi``; ``shared``, when known, the
+    distinct query words the top document holds (fewer than MIN_SHARED_WORDS: at most
+    "possible precedent — check")."""
     if p >= hi:
-        return FOUND
+        return FOUND if shared is None or shared >= MIN_SHARED_WORDS else POSSIBLE
     if p <= lo:
         return NONE
     return POSSIBLE
@@ -109,8 +114,8 @@ class ConfidenceModel:
     def predict(self, signals: Mapping[str, float]) -> float:
         return recalibrate(self.raw(signals), self.calibration)
 
-    def verdict(self, p: float) -> str:
-        return verdict(p, self.lo, self.hi)
+    def verdict(self, p: float, shared: int | None = None) -> str:
+        return verdict(p, self.lo, self.hi, shared)
 
     def is_novel(self, p: float) -> bool:
         """True when the verdict is "no precedent"."""

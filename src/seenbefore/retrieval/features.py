@@ -33,6 +33,9 @@ def top_document_signals(
     if not top:
         return signals
     doc = index.position[top[0]]
+    if index.doc_bm25 is not None:
+        held = set(index.doc_bm25.terms_of(doc).tolist())
+        signals["shared_words"] = float(sum(c in held for c in index.doc_bm25.term_ids(terms)))
     if sparse is not None and sparse.order:
         if doc in sparse.scores or sparse.unit != "chunk":
             row = index.best_chunk(doc, sparse.chunk_scores)

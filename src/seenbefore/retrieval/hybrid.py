@@ -112,7 +112,12 @@ class HybridRetriever:
             signals["type_consensus"] = type_consensus([c.type for c in candidates[:4]])
         model = self.confidence
         confidence = model.predict(signals) if model and top else 0.0
-        verdict = model.verdict(confidence) if model is not None and top else NONE
+        shared = signals.get("shared_words")
+        verdict = (
+            model.verdict(confidence, None if shared is None else int(shared))
+            if model is not None and top
+            else NONE
+        )
         timings["confidence_ms"] = _ms(clock)
         return SearchResult(
             query=text,

@@ -449,6 +449,11 @@ class KnowledgeBase:
             "lsa_staleness": self.lsa_staleness(),
             "lsa_refit_fraction": self.settings.lsa_refit_fraction,
             "confidence_model": context.live_model_line(),
+            # who moved the shared model, newest last (the calibration record's history)
+            "calibration_changes": [
+                f"{h.get('at')}: {h.get('changed')} by {h.get('who')}"
+                for h in context.record.history[-5:]
+            ],
         }
 
     def live_model_line(self, key: str | None = None) -> str:

@@ -7,12 +7,15 @@ search measured. People's labels join the self-made cases of the last self-calib
 (selfcal.py keeps them, :data:`CASES`) as one style of their own, ``people``: every style weighs
 the same in a fit, so all people's labels together weigh as much as one style of self-made
 queries; within it every principal weighs the same, and no principal more than
-:data:`MAX_PRINCIPAL_SHARE` of it. So twenty hostile labels from one responder cannot outvote the
-knowledge base and everyone else.
+:data:`MAX_PRINCIPAL_SHARE` of it. So twenty hostile labels from one responder cannot outvote
+the knowledge base and everyone else.
 
-The refit is kept only when it beats the live model on data the principals who triggered it
-did not write: the self-made held-out half plus the labels of every *other* principal. A refit
-that is not kept writes nothing (the record stays byte-for-byte as it was).
+Changing the shared model needs the reviewer role: the labels of principals below it (a
+responder's MCP feedback, say) are kept and counted, but a refit uses them only when an admin
+accepts them (``seenbefore calibrate --from-reviews --accept-all-roles``). A refit is kept only
+when it beats the live model on data the principals who triggered it did not write: the
+self-made held-out half plus the labels of every *other* principal. A refit that is not kept
+writes nothing (the record stays byte-for-byte as it was).
 
 A dismissal for ``right_precedent_wrong_cause`` is recorded but left out of the fit: the
 reviewer confirmed the top result WAS the precedent.
@@ -39,6 +42,8 @@ REFIT_EVERY = 10  # new labels after which the next decision refits
 REFIT_RECORD = "review_refit"  # settings key: labels counted at the last refit
 NOT_AGAINST_RETRIEVAL = ("right_precedent_wrong_cause",)
 DECISIONS = ("approved", "dismissed", "feedback")
+ROLES = ("viewer", "responder", "reviewer", "admin")  # security/tokens.py, increasing power
+MIN_ROLE = "reviewer"  # whose labels move the shared model without an admin's acceptance
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class PersonLabel:
     label: int
     reason: str
     who: str
+    role: str  # the role its decision or feedback recorded (labels stored before: viewer)
 
 
 def labels(store: Store) -> list[PersonLabel]:
@@ -59,9 +65,20 @@ def labels(store: Store) -> list[PersonLabel]:
         "SELECT l.review_id, l.round, l.doc_id, l.model_key, l.signals, l.label, l.reason,"
         " (SELECT e.actor FROM review_events e WHERE e.review_id = l.review_id"
         "  AND e.round = l.round AND e.action IN ('approved', 'dismissed', 'feedback')"
-        "  ORDER BY e.id DESC LIMIT 1) AS who"
+        "  ORDER BY e.id DESC LIMIT 1) AS who,"
+        " (SELECT e.detail FROM review_events e WHERE e.review_id = l.review_id"
+        "  AND e.round = l.round AND e.action IN ('approved', 'dismissed', 'feedback')"
+        "  ORDER BY e.id DESC LIMIT 1) AS detail"
         " FROM calibration_labels l ORDER BY l.id"
     )
+
+    def role_of(who: str, detail: str | None) -> str:
+        """The role the decision recorded; the local CLI user is an admin; else viewer."""
+        role = str(json.loads(detail or "{}").get("role") or "")
+        if role in ROLES:
+            return role
+        return "admin" if who.startswith("local:") else "viewer"
+
     return [
         PersonLabel(
             str(r["review_id"]),
@@ -72,9 +89,18 @@ def labels(store: Store) -> list[PersonLabel]:
             int(r["label"]),
             str(r["reason"]),
             str(r["who"] or "unknown"),
+            role_of(str(r["who"] or "unknown"), r["detail"]),
         )
         for r in rows
     ]
+
+
+def trusted(people: Sequence[PersonLabel], *, all_roles: bool = False) -> list[PersonLabel]:
+    """The labels that may move the shared model: those of principals with MIN_ROLE or higher,
+    or every label when an admin accepts them all (``all_roles``)."""
+    if all_roles:
+        return list(people)
+    return [p for p in people if ROLES.index(p.role) >= ROLES.index(MIN_ROLE)]
 
 
 def as_rows(people: Sequence[PersonLabel]) -> list[fitting.Labelled]:
@@ -125,18 +151,35 @@ def kept_cases(store: Store) -> dict[str, tuple[list[fitting.Labelled], list[fit
     return {k: (load(v["fit"]), load(v["held"])) for k, v in (data.get("modes") or {}).items()}
 
 
-def refit(kb: KnowledgeBase, *, persist: bool = True, by: Sequence[str] = ()) -> dict[str, Any]:
+def refit(
+    kb: KnowledgeBase,
+    *,
+    persist: bool = True,
+    by: Sequence[str] = (),
+    all_roles: bool = False,
+    who: str = "reviews",
+) -> dict[str, Any]:
     """Refit each mode with people's labels joined to the kept self-made cases; keep a mode's
     fit only when it beats the live model on data ``by`` (the principals whose labels asked
-    for the refit; default: none) did not write. ValueError when there are no labels."""
-    people = labels(kb.store)
-    if not people:
+    for the refit; default: none) did not write. Only labels of principals with MIN_ROLE or
+    higher count unless ``all_roles`` (an admin accepting them). ValueError when there are no
+    labels."""
+    said = labels(kb.store)
+    if not said:
         raise ValueError("no review decisions recorded yet; approve or dismiss reviews first")
+    people = trusted(said, all_roles=all_roles)
     cases = kept_cases(kb.store)
     if not cases:
         kb.maybe_self_calibrate(force=True)
         cases = kept_cases(kb.store)
-    report: dict[str, Any] = {"labels": len(people), "models": {}, "notes": []}
+    report: dict[str, Any] = {"labels": len(said), "models": {}, "notes": []}
+    pending = len(said) - len(people)
+    if pending:
+        report["notes"].append(
+            f"{pending} label(s) from principals below the {MIN_ROLE} role were kept but not "
+            "fitted: an admin accepts them with `seenbefore calibrate --from-reviews "
+            "--accept-all-roles`"
+        )
     skipped = [p for p in people if p.reason in NOT_AGAINST_RETRIEVAL]
     if skipped:
         report["notes"].append(
@@ -189,7 +232,7 @@ def refit(kb: KnowledgeBase, *, persist: bool = True, by: Sequence[str] = ()) ->
         if kept and persist:
             line = f"{key}: {source}; 'no precedent' at p <= {made.model.lo}, 'found' at p >= {made.model.hi}"
             record.keep_model(
-                kb.store, key, made.model, by="reviews", line=line, who=", ".join(by) or "reviews"
+                kb.store, key, made.model, by="reviews", line=line, who=", ".join(by) or who
             )
     return report
 
@@ -219,7 +262,7 @@ def maybe_refit(kb: KnowledgeBase, *, every: int | None = None) -> dict[str, Any
     not judge the refit. None when it was not due. A fit that cannot run is recorded with its
     reason; it never fails the decision that triggered it."""
     every = REFIT_EVERY if every is None else every
-    people = labels(kb.store)
+    people = trusted(labels(kb.store))
     last = kb.store.get_json(REFIT_RECORD) or {}
     seen = int(last.get("labels", 0))
     if every <= 0 or len(people) - seen < every:

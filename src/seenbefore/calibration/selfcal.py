@@ -257,7 +257,7 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
         if inner is not None:
             kb.query_embedder = _Memo(inner)
     modes_fitted: dict[str, Any] = {}
-    said = people.labels(kb.store)
+    said = people.trusted(people.labels(kb.store))
     rows_by_key: dict[str, Any] = {}
     try:
         base = SearchOptions(k=10)

@@ -109,9 +109,13 @@ def stats(
         "fallback_reason",
         "confidence_model",
         "on_reviewed_queries",
+        "calibration_changes",
     ):
-        if payload.get(key) is not None:  # escaped: 'seenbefore[lsa]' in a reason is not markup
-            table.add_row(key, escape(str(payload[key])))
+        value = payload.get(key)
+        if isinstance(value, list):
+            value = "; ".join(map(str, value)) or None
+        if value is not None:  # escaped: 'seenbefore[lsa]' in a reason is not markup
+            table.add_row(key, escape(str(value)))
     console.print(table)
 
 

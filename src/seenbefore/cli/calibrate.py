@@ -26,6 +26,13 @@ def calibrate(
     from_reviews: Annotated[
         bool, typer.Option("--from-reviews", help="refit confidence from review decisions")
     ] = False,
+    accept_all_roles: Annotated[
+        bool,
+        typer.Option(
+            "--accept-all-roles",
+            help="with --from-reviews: fit the labels of principals below the reviewer role too",
+        ),
+    ] = False,
     tier: TierOption = None,
     seed: Annotated[int, typer.Option(help="seed of the fit / held-out split")] = 0,
     dry_run: Annotated[bool, typer.Option(help="report only; do not persist")] = False,
@@ -36,7 +43,7 @@ def calibrate(
         raise InputError("give a CASES directory, --self-test or --from-reviews (one of the three)")
     tiers = caller_tiers(tier)
     if from_reviews:
-        _calibrate_from_reviews(tiers, persist=not dry_run, as_json=as_json)
+        _calibrate_from_reviews(persist=not dry_run, as_json=as_json, all_roles=accept_all_roles)
         return
     with open_kb() as kb:
         labelled = self_test_cases(kb.store, tiers) if self_test else load_cases(cases)
@@ -96,12 +103,14 @@ def calibrate(
     console.print("persisted with the knowledge base" if not dry_run else "dry run: nothing saved")
 
 
-def _calibrate_from_reviews(tiers: tuple[str, ...], *, persist: bool, as_json: bool) -> None:
+def _calibrate_from_reviews(*, persist: bool, as_json: bool, all_roles: bool) -> None:
     from seenbefore.calibration.people import refit
+    from seenbefore.security.tokens import local_principal
 
     with open_kb() as kb:
         try:
-            report = refit(kb, persist=persist)
+            who = local_principal(()).name
+            report = refit(kb, persist=persist, all_roles=all_roles, who=who)
         except ValueError as exc:
             raise InputError(f"cannot calibrate from reviews: {exc}") from exc
     if as_json:

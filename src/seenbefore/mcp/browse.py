@@ -257,7 +257,12 @@ def record_feedback(app: Ready, who: Caller, args: RecordFeedback) -> outputs.Fe
             access_tier=most_restrictive(named_tiers, app.settings.tiers),
             tiers=named_tiers,
             doc_ids=named,
-            detail={"doc_id": doc_id, "helpful": args.helpful, "channel": "mcp"},
+            detail={
+                "doc_id": doc_id,
+                "helpful": args.helpful,
+                "channel": "mcp",
+                "role": who.principal.role,  # whose label may move the shared model
+            },
         )
         app.workflow.refit_if_due()  # feedback labels refit calibration as decisions do
     app.audit.record(

@@ -194,7 +194,11 @@ class ReviewWorkflow:
                 reviewer.name,
                 "approved",
                 review.round,
-                detail={"resume": payload, "edited": sorted(payload["edits"] or {})},
+                detail={
+                    "resume": payload,
+                    "edited": sorted(payload["edits"] or {}),
+                    "role": reviewer.role,  # whose label may move the shared model
+                },
             )
             if label is not None:
                 record_label(
@@ -257,7 +261,7 @@ class ReviewWorkflow:
                 review.round,
                 reason=why.value,
                 note=note or None,
-                detail={"resume": payload, "excluded": exclude},
+                detail={"resume": payload, "excluded": exclude, "role": reviewer.role},
             )
             if not reinvestigate:
                 add_event(

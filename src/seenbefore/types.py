@@ -136,6 +136,43 @@ class ModelFit:
 
 
 @dataclass(frozen=True)
+class Downweighted:
+    """One query word weighed down as saying where an alert fired, not what failed, and why
+    (``"service payments-api"``, ``"region us-east-1"``, ``"cloud"``, ``"environment"``,
+    ``"alert word"``): retrieval/identity.py."""
+
+    term: str
+    weight: float
+    why: str
+
+
+@dataclass(frozen=True)
+class QueryWeights:
+    """Each query term's weight in the sparse query (terms not listed weigh 1), the words
+    weighed down and why, the identity words kept at full weight because the query held
+    nothing else, and the text the dense retriever embeds. ``alert``: what made the text
+    alert-style (its metric names, its ``(cloud/region)``); empty for prose, whose words all
+    weigh 1."""
+
+    alert: tuple[str, ...] = ()
+    weights: dict[str, float] = field(default_factory=dict)
+    downweighted: tuple[Downweighted, ...] = ()
+    kept: tuple[Downweighted, ...] = ()
+    dense_text: str = ""
+
+    def of(self, term: str) -> float:
+        return self.weights.get(term, 1.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "alert_style": list(self.alert),
+            "downweighted": {d.term: {"weight": d.weight, "why": d.why} for d in self.downweighted},
+            "kept_at_full_weight": {d.term: d.why for d in self.kept},
+            "dense_text": self.dense_text,
+        }
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """A ranked list of candidates for one query, with how it was scored.
 
@@ -166,6 +203,7 @@ class SearchResult:
     # nothing was found, which filter left nothing to search (None: the query matched nothing)
     documents_visible: int = 0
     empty_because: str | None = None
+    query_weights: QueryWeights | None = None  # how the query's words were weighed (hybrid)
 
     @property
     def scored(self) -> bool:
@@ -193,6 +231,8 @@ class SearchResult:
             "dense_embedder": self.dense_embedder,
             "confidence_model_key": self.confidence_model_key,
         }
+        if self.query_weights is not None:
+            out["query_weights"] = self.query_weights.as_dict()
         if self.confidence_model_fit is not None:
             fit = self.confidence_model_fit
             out["confidence_model_fit"] = {

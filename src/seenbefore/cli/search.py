@@ -29,7 +29,7 @@ from seenbefore.knowledge.failure_taxonomy import taxonomy
 from seenbefore.limits import check_filters, check_k, check_query
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.retrieval.output import result_json
-from seenbefore.types import SearchFilters, SearchResult
+from seenbefore.types import Downweighted, QueryWeights, SearchFilters, SearchResult
 
 if TYPE_CHECKING:
     from seenbefore.storage.ports import Store
@@ -238,6 +238,9 @@ def render_explain(result: SearchResult) -> None:
             console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")
     if result.sparse_unit:
         console.print(f"[bold]sparse[/]: ranked by {result.sparse_unit} (BM25F + word pairs)")
+    if result.query_weights is not None:
+        for line in describe_weights(result.query_weights, result.query):
+            console.print(line, soft_wrap=True)
     table = Table(title="per-retriever ranks and scores")
     for col in (
         "#",
@@ -264,6 +267,41 @@ def render_explain(result: SearchResult) -> None:
         )
     console.print(table)
     console.print(f"[dim]timings (ms): {result.timings}[/]")
+
+
+def describe_weights(weights: QueryWeights, query: str) -> list[str]:
+    """How the query's words were weighed, for ``--explain``: which words said where the alert
+    fired rather than what failed, why, and by how much they were weighed down."""
+
+    def grouped(words: tuple[Downweighted, ...]) -> str:
+        by_reason: dict[str, list[str]] = {}
+        for d in words:
+            by_reason.setdefault(d.why, []).append(d.term)
+        return "; ".join(f"{', '.join(t)} ({why})" for why, t in by_reason.items())
+
+    head = "[bold]query words[/]:"
+    if not weights.alert:
+        return [
+            f"{head} prose, every word weighs 1 (service, cloud and region words are weighed "
+            "down only in alert-style text: a metric name or a (cloud/region))"
+        ]
+    style = f"alert-style ({escape(', '.join(weights.alert))})"
+    if weights.downweighted:
+        factor = weights.downweighted[0].weight
+        lines = [
+            f"{head} {style}; weighed down x{factor:g} as saying where the alert fired, not "
+            f"what failed: {escape(grouped(weights.downweighted))}"
+        ]
+    elif weights.kept:
+        lines = [
+            f"{head} {style}, but nothing besides where it fired: kept at full weight: "
+            f"{escape(grouped(weights.kept))}"
+        ]
+    else:
+        lines = [f"{head} {style}; no service, cloud or region words to weigh down"]
+    if weights.dense_text and weights.dense_text != query:
+        lines.append(f"[bold]dense embeds[/]: {escape(weights.dense_text)}")
+    return lines
 
 
 def show(

@@ -22,7 +22,7 @@ import io
 import itertools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -269,17 +269,32 @@ class BM25Index:
         return self._segment_of(row).terms_of(row)
 
     # -- scoring --------------------------------------------------------------------------
+    def term_weights(self, terms: Sequence[str], weights: Mapping[str, float]) -> dict[int, float]:
+        """Each query term's weight by its column (terms ``weights`` leaves out weigh 1; two
+        terms of one column, as stemming may make them, weigh the larger)."""
+        out: dict[int, float] = {}
+        for term in terms:
+            w = float(weights.get(term, 1.0))
+            for col in self.term_ids([term]):
+                out[col] = max(out.get(col, 0.0), w)
+        return out
+
     def scores(
-        self, terms: Sequence[str], row_mask: npt.NDArray[np.bool_] | None
+        self,
+        terms: Sequence[str],
+        row_mask: npt.NDArray[np.bool_] | None,
+        weights: Mapping[str, float] | None = None,
     ) -> npt.NDArray[np.float32]:
         """BM25 score of every row for OR-ed ``terms``; rows outside ``row_mask`` (and
-        tombstoned rows) stay 0."""
+        tombstoned rows) stay 0. ``weights``: a term's weight in the sum (absent: 1), as a
+        query-term weight multiplies its contribution (retrieval/identity.py)."""
         out = np.zeros(self.n_rows, dtype=np.float32)
         allowed = self.alive if row_mask is None else (row_mask & self.alive)
         norms = self._field_norms()
         k1 = self.k1
+        by_col = self.term_weights(terms, weights) if weights else {}
         for col in self.term_ids(terms):
-            idf = self.idf_of(col)
+            idf = self.idf_of(col) * by_col.get(col, 1.0)
             for segment in self.segments:
                 rows, tf = segment.postings(col)
                 if not len(rows):
@@ -288,19 +303,48 @@ class BM25Index:
                 rows, tf = rows[keep], tf[:, keep]
                 if self.field_weights is None:
                     t = tf[0].astype(np.float64)
-                    weights = idf * t * (k1 + 1.0) / (t + norms[0][rows])
+                    gains = idf * t * (k1 + 1.0) / (t + norms[0][rows])
                 else:
                     ptf = tf[0] * norms[0][rows]
                     for f in range(1, len(norms)):
                         ptf = ptf + tf[f] * norms[f][rows]
-                    weights = idf * ptf * (k1 + 1.0) / (ptf + k1)
-                out[rows] += weights.astype(np.float32)
+                    gains = idf * ptf * (k1 + 1.0) / (ptf + k1)
+                out[rows] += gains.astype(np.float32)
         return out
 
-    def coverage(self, terms: Sequence[str], row: int) -> float:
+    def weighted_terms(
+        self, terms: Sequence[str], weights: Mapping[str, float]
+    ) -> dict[str, tuple[int | None, float]]:
+        """Each distinct index term of the query with its column (None: no live row holds
+        it) and its weight (the larger, where two query terms make one index term)."""
+        stemmed = self.stem and self.ngram == 1
+        out: dict[str, tuple[int | None, float]] = {}
+        for term in terms:
+            w = float(weights.get(term, 1.0))
+            for token in analyse(term, stem=True) if stemmed else [term]:
+                col = self.vocabulary.get(token)
+                if col is not None and (col >= self.n_terms or not self.df[col]):
+                    col = None
+                out[token] = (col, max(w, out[token][1]) if token in out else w)
+        return out
+
+    def coverage(
+        self, terms: Sequence[str], row: int, weights: Mapping[str, float] | None = None
+    ) -> float:
         """Share of the query's IDF mass present in ``row``. A term no row holds counts at the
         IDF it would have (df = 0): "the printer is out of toner" does not cover a postmortem
-        well because one of its words, "out", is there."""
+        well because one of its words, "out", is there. ``weights``: each term's IDF counts
+        times its weight (absent: 1), as in :meth:`scores`."""
+        if weights:
+            unseen = math.log(1.0 + (self.n_live + 0.5) / 0.5)
+            held_cols = set(self.terms_of(row).tolist())
+            total = found = 0.0
+            for col, w in self.weighted_terms(terms, weights).values():
+                mass = w * (unseen if col is None else self.idf_of(col))
+                total += mass
+                if col is not None and col in held_cols:
+                    found += mass
+            return found / total if total else 0.0
         known = self.term_ids(terms)
         analysed = analyse(" ".join(terms), stem=True) if self.stem and self.ngram == 1 else terms
         unknown = len(set(analysed)) - len(known)

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.retrieval.bm25 import BM25Index
+from seenbefore.retrieval.identity import ServiceNames
 from seenbefore.retrieval.neighbours import Layout, Neighbours, cosines, id_hashes
 from seenbefore.retrieval.signals import SignalIndex
 from seenbefore.storage.base import ChunkRows
@@ -125,6 +126,19 @@ class CorpusIndex:
                 SignalIndex.build(self.doc_signals, live=self.alive) if self.alive.any() else None
             )
         return self._signals
+
+    @property
+    def service_names(self) -> ServiceNames:
+        """The service names documents list, for recognising them in a query (built on first
+        use)."""
+        if not hasattr(self, "_service_names"):
+            self._service_names = ServiceNames(self.services)
+        return self._service_names
+
+    def lists_service(self, name: str, doc_mask: BoolArray) -> bool:
+        """Whether a document in ``doc_mask`` lists service ``name``."""
+        mask = self.services.get(name)
+        return mask is not None and bool((mask & doc_mask).any())
 
     # -- construction -------------------------------------------------------------------
     @classmethod

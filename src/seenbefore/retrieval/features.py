@@ -23,8 +23,9 @@ def top_document_signals(
 ) -> dict[str, float]:
     """The retrieval signals the confidence model reads, for the top document (all 0 when the
     search found nothing)."""
-    terms, sparse, dense, by_signals = (
+    terms, weights, sparse, dense, by_signals = (
         query.terms,
+        query.weights.weights,
         rankings.sparse,
         rankings.dense,
         rankings.signals,
@@ -39,10 +40,10 @@ def top_document_signals(
     if sparse is not None and sparse.order:
         if doc in sparse.scores or sparse.unit != "chunk":
             row = index.best_chunk(doc, sparse.chunk_scores)
-            signals["passage_coverage"] = index.bm25.coverage(terms, row)
+            signals["passage_coverage"] = index.bm25.coverage(terms, row, weights)
             whole = index.doc_bm25
             signals["sparse_coverage"] = (
-                whole.coverage(terms, doc)
+                whole.coverage(terms, doc, weights)
                 if whole is not None and sparse.unit != "chunk"
                 else signals["passage_coverage"]
             )
@@ -61,7 +62,9 @@ def top_document_signals(
         if sparse is not None and sparse.order:
             signals["signal_agreement"] = float(sparse.order[0] == by_signals.order[0])
     if index.doc_phrases is not None and query.pairs:
-        signals["phrase_coverage"] = index.doc_phrases.coverage(query.pairs, doc)
+        signals["phrase_coverage"] = index.doc_phrases.coverage(
+            query.pairs, doc, query.pair_weights
+        )
     signals.update(_standing(index, query, sparse, dense, doc))
     # a top document alone in matching one word of the query "stands out" by any measure:
     # the standings count only as far as the document covers the query (unknown words too)
@@ -117,7 +120,7 @@ def _standing(
     whole = index.doc_bm25
     if whole is not None:
         out["in_domain"], out["query_coverage"] = standing.vocabulary_signals(
-            whole, query.terms, doc, query.doc_mask
+            whole, query.terms, doc, query.doc_mask, query.weights.weights
         )
     if sparse is not None and sparse.gap is not None:
         out["sparse_gap"] = sparse.gap

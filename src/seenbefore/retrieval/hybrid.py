@@ -18,7 +18,7 @@ from seenbefore.core.fusion import ranked, rrf
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
 from seenbefore.retrieval import standing
-from seenbefore.retrieval.bm25 import phrases
+from seenbefore.retrieval.bm25 import analyse, phrases
 from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import Embedder
 from seenbefore.retrieval.features import (
@@ -27,6 +27,7 @@ from seenbefore.retrieval.features import (
     top_document_signals,
     type_consensus,
 )
+from seenbefore.retrieval.identity import pair_weights, query_weights
 from seenbefore.retrieval.plan import (
     MODES,
     QueryPlan,
@@ -42,7 +43,7 @@ from seenbefore.retrieval.ranking import (
     rank,
     rank_documents,
 )
-from seenbefore.retrieval.tokenize import query_terms
+from seenbefore.retrieval.tokenize import query_terms, tokenize
 from seenbefore.storage.supersession import SearchReads
 from seenbefore.types import (
     Candidate,
@@ -90,7 +91,7 @@ class HybridRetriever:
     ) -> SearchResult:
         """``embedder`` embeds the query; needed when ``plan.use_dense``."""
         timings: dict[str, float] = {}
-        query = self._parse(text, filters, timings)
+        query = self._parse(text, filters, plan.identity_weight, timings)
         rankings = self._retrieve(query, plan, embedder, timings)
         clock = time.perf_counter()
         weights = _fusion_weights(plan, rankings)
@@ -145,19 +146,28 @@ class HybridRetriever:
             confidence_model_key=self.scoring.key,
             confidence_model_fit=self.scoring.fit,
             documents_visible=int(query.doc_mask.sum()),
+            query_weights=query.weights,
         )
 
     # -- steps ----------------------------------------------------------------------------
-    def _parse(self, text: str, filters: SearchFilters, timings: dict[str, float]) -> ParsedQuery:
-        """The query's terms and word pairs, and the documents the filters leave."""
+    def _parse(
+        self, text: str, filters: SearchFilters, weight: float, timings: dict[str, float]
+    ) -> ParsedQuery:
+        """The query's terms and word pairs, their weights (identity words -- service, cloud,
+        region -- weighed down by ``weight``: retrieval/identity.py), and the documents the
+        filters leave."""
         clock = time.perf_counter()
-        query = ParsedQuery(
+        mask = self.index.doc_mask(filters)
+        stem = self.index.bm25.stem
+        pairs = phrases(text, stem=stem)
+        weights = query_weights(
             text,
-            query_terms(text),
-            phrases(text, stem=self.index.bm25.stem),
-            filters,
-            self.index.doc_mask(filters),
+            self.index.service_names,
+            weight=weight,
+            visible=lambda name: self.index.lists_service(name, mask),
         )
+        by_pair = pair_weights(pairs, tokenize(text), analyse(text, stem=stem), weights)
+        query = ParsedQuery(text, query_terms(text), pairs, filters, mask, weights, by_pair)
         timings["filter_ms"] = _ms(clock)
         return query
 
@@ -185,7 +195,7 @@ class HybridRetriever:
                     "`seenbefore reindex` (see `seenbefore stats`)"
                 )
             clock = time.perf_counter()
-            query_vector = embedder.embed([query.text])[0]
+            query_vector = embedder.embed([query.dense_text])[0]
             timings["embed_ms"] = _ms(clock)
             clock = time.perf_counter()
             scores = self.index.dense_scores(query_vector, query.filters, query.doc_mask)
@@ -205,7 +215,9 @@ class HybridRetriever:
 
     def _rank_sparse(self, query: ParsedQuery, options: SearchOptions) -> Ranked:
         """BM25 by best chunk, or by whole document (or both fused), per ``sparse_unit``."""
-        scores = self.index.bm25.scores(query.terms, self.index.chunk_mask(query.doc_mask))
+        scores = self.index.bm25.scores(
+            query.terms, self.index.chunk_mask(query.doc_mask), query.weights.weights
+        )
         best = rank(self.index, scores, query.doc_mask, options.depth, floor=0.0)
         if options.sparse_unit == "chunk" or self.index.doc_bm25 is None:
             return best

@@ -13,6 +13,7 @@ from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.fusion import RRF_K
 from seenbefore.core.trust import GateDecision
 from seenbefore.errors import InputError
+from seenbefore.retrieval.identity import IDENTITY_WEIGHT
 from seenbefore.types import ModelFit
 
 Mode = Literal["sparse", "dense", "hybrid"]
@@ -41,6 +42,10 @@ class SearchOptions:
     # dense votes only while sparse is unsure of its top document (retrieval/hybrid.py);
     # None: so when the weight is the gate's, not for an explicit ``dense_weight``
     dense_vote: bool | None = None
+    # weight of the words that say where an alert fired, not what failed (service names the
+    # KB knows, cloud, region, environment: retrieval/identity.py); None: IDENTITY_WEIGHT,
+    # 1: every word weighs the same
+    identity_weight: float | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,11 @@ class QueryPlan:
     @property
     def mode(self) -> str:
         return self.options.mode
+
+    @property
+    def identity_weight(self) -> float:
+        weight = self.options.identity_weight
+        return IDENTITY_WEIGHT if weight is None else weight
 
     @property
     def use_sparse(self) -> bool:
@@ -118,6 +128,11 @@ def plan_query(
         dense_weight = options.dense_weight
     else:
         dense_weight = gate.weights.dense if gate.dense_trusted else 0.0
+    if options.identity_weight is not None and not 0.0 <= options.identity_weight <= 1.0:
+        raise InputError(
+            f"identity weight is {options.identity_weight}, expected 0..1 (1: service and "
+            "region words weigh as much as the rest of the query)"
+        )
     signal_weight = float(options.signal_weight or 0.0)
     if not 0.0 <= signal_weight <= 10.0:
         raise InputError(f"signal weight is {signal_weight}, expected 0..10")

@@ -4,7 +4,8 @@ query's own score distribution) and how BM25 ranks by best chunk or by whole doc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +18,7 @@ from seenbefore.retrieval.corpus import (
     CorpusIndex,
     FloatArray,
 )
-from seenbefore.types import SearchFilters
+from seenbefore.types import QueryWeights, SearchFilters
 
 IntArray = npt.NDArray[np.int64]
 
@@ -41,6 +42,13 @@ class ParsedQuery:
     pairs: list[str]  # word pairs, for the phrase index
     filters: SearchFilters
     doc_mask: BoolArray
+    # each term's weight, the words weighed down and the dense text (retrieval/identity.py)
+    weights: QueryWeights = field(default_factory=QueryWeights)
+    pair_weights: Mapping[str, float] = field(default_factory=dict)  # word pairs under 1
+
+    @property
+    def dense_text(self) -> str:
+        return self.weights.dense_text or self.text
 
 
 @dataclass(frozen=True)
@@ -79,9 +87,9 @@ def rank_documents(
     chunk scores kept for the passage."""
     assert index.doc_bm25 is not None
     mask = query.doc_mask
-    per_doc = index.doc_bm25.scores(query.terms, mask)
+    per_doc = index.doc_bm25.scores(query.terms, mask, query.weights.weights)
     if index.doc_phrases is not None and query.pairs and PHRASE_WEIGHT:
-        per_doc += PHRASE_WEIGHT * index.doc_phrases.scores(query.pairs, mask)
+        per_doc += PHRASE_WEIGHT * index.doc_phrases.scores(query.pairs, mask, query.pair_weights)
     if PASSAGE_WEIGHT:  # passage-level evidence beside the document's (Callan 1994)
         per_doc += PASSAGE_WEIGHT * index.best_per_doc(chunk_scores, 0.0)
     order = _top(index, per_doc, np.flatnonzero(mask & (per_doc > 0)), depth)

@@ -18,7 +18,7 @@ confidence model's non-negative weights require.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -46,12 +46,20 @@ def unseen_idf(n_docs: int) -> float:
 
 
 def vocabulary_signals(
-    index: BM25Index, terms: Sequence[str], doc: int, visible: BoolArray | None = None
+    index: BM25Index,
+    terms: Sequence[str],
+    doc: int,
+    visible: BoolArray | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> tuple[float, float]:
     """(in_domain, query_coverage) of ``terms`` for row ``doc`` of a document-level index. A
     word counts as known when a ``visible`` document (every one by default) holds it: words
-    only hidden or left-out documents use are as unknown to this search as any other."""
+    only hidden or left-out documents use are as unknown to this search as any other.
+    ``weights``: each word's IDF mass counts times its weight (absent: 1; the weights the
+    search ranked by, retrieval/identity.py)."""
     shown = index.alive if visible is None else visible & index.alive
+    if weights:
+        return _weighted_vocabulary(index, terms, doc, shown, weights)
     known = [col for col in index.term_ids(terms) if shown[index.postings(col)[0]].any()]
     unknown = len(set(terms)) - len(known)
     if not terms:
@@ -95,3 +103,25 @@ def dense_excess(top_cosine: float, neighbour: float | None) -> float:
     if neighbour is None:
         return 0.0
     return max(-1.0, min(1.0, top_cosine - neighbour))
+
+
+def _weighted_vocabulary(
+    index: BM25Index,
+    terms: Sequence[str],
+    doc: int,
+    shown: BoolArray,
+    weights: Mapping[str, float],
+) -> tuple[float, float]:
+    """(in_domain, query_coverage) with each word's IDF mass times its weight."""
+    unseen = unseen_idf(index.n_live)
+    held = set(index.terms_of(doc).tolist())
+    total = inside = found = 0.0
+    for col, w in index.weighted_terms(terms, weights).values():
+        known = col is not None and bool(shown[index.postings(col)[0]].any())
+        mass = w * (index.idf_of(col) if known and col is not None else unseen)
+        total += mass
+        if known:
+            inside += mass
+            if col in held:
+                found += mass
+    return (inside / total, found / total) if total > 0 else (0.0, 0.0)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
 from seenbefore.retrieval.hybrid import DENSE_VOTE_GAP, SearchOptions
@@ -36,7 +38,7 @@ def kb(tmp_path: Path) -> KnowledgeBase:
         )
     base = KnowledgeBase(Settings(home=tmp_path / "home"), embedder=HashingEmbedder(64))
     base.ingest([folder])
-    base.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.5, "source": "test"}})
+    keep_gate(base.store, "hashing-64", FusionWeights(0.5, "test"), who="test")
     return base
 
 

@@ -4,7 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.errors import EmbedderMismatchError
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
@@ -39,7 +41,7 @@ def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
     )
     with KnowledgeBase(Settings(home=tmp_path / "home"), embedder=HashingEmbedder(64)) as base:
         base.ingest([folder])
-        base.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.5, "source": "test"}})
+        keep_gate(base.store, "hashing-64", FusionWeights(0.5, "test"), who="test")
         yield base
 
 

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.validate import postmortem_from_markdown
@@ -178,7 +180,7 @@ def test_an_updated_index_answers_exactly_as_a_fresh_build(
     serial = [0]
     for _ in range(6):
         step(store, rng, ids, serial)
-    store.set_json("fusion_weights", {EMBEDDER.name: {"dense": 0.5, "source": "test"}})
+    keep_gate(store, EMBEDDER.name, FusionWeights(0.5, "test"), who="test")
     kb = knowledge_base(store, tmp_path / "home")
     same_answers(kb, store, tmp_path / "home")
     assert (kb.index_rebuilds, kb.index_updates) == (1, 0)
@@ -210,7 +212,7 @@ def test_a_compacted_index_is_a_fresh_build_and_answers_the_same(
     for n in range(20):
         write(store, rng, f"D-{n:03d}", ids)
         ids.append(f"D-{n:03d}")
-    store.set_json("fusion_weights", {EMBEDDER.name: {"dense": 0.5, "source": "test"}})
+    keep_gate(store, EMBEDDER.name, FusionWeights(0.5, "test"), who="test")
     kb = knowledge_base(store, tmp_path / "home")
     kb.index()
     for doc_id in rng.sample(ids, 7):  # new versions: the old ones become tombstones

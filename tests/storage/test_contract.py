@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.errors import EmbedderMismatchError, NotFoundError, StoreError
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.chunking import chunk_postmortem
@@ -268,7 +270,7 @@ def test_hybrid_search_is_the_same_on_both_backends(any_store: Store, tmp_path: 
     settings = Settings(home=tmp_path / "home")
     kb = KnowledgeBase(settings, store=any_store, embedder=HashingEmbedder(64))  # type: ignore[arg-type]
     kb.ingest([folder])
-    kb.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.5, "source": "test"}})
+    keep_gate(kb.store, "hashing-64", FusionWeights(0.5, "test"), who="test")
     # the vote off: POOL alone matches these words, so sparse would keep the query to itself
     options = SearchOptions(k=3, dense_vote=False)
     result = kb.search("pool limit connections", SearchFilters(), options)
@@ -280,7 +282,7 @@ def test_hybrid_search_is_the_same_on_both_backends(any_store: Store, tmp_path: 
     # a settings write is seen by the next search without rebuilding the index
     index, corpus = kb.index(), any_store.generation()
     settings_before = any_store.settings_generation()
-    kb.store.set_json("fusion_weights", {"hashing-64": {"dense": 0.2, "source": "test"}})
+    keep_gate(kb.store, "hashing-64", FusionWeights(0.2, "test"), who="test")
     assert any_store.generation() == corpus
     assert any_store.settings_generation() > settings_before
     again = kb.search("pool limit connections", SearchFilters(), options)

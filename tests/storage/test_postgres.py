@@ -16,7 +16,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from seenbefore.calibration.record import keep_gate
 from seenbefore.config import Settings
+from seenbefore.core.trust import FusionWeights
 from seenbefore.errors import ConfigError, SchemaVersionError, StoreError
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.embedders import HashingEmbedder
@@ -244,7 +246,7 @@ def test_sqlite_and_postgres_give_identical_hybrid_results(pg_url: str, tmp_path
             embedder=HashingEmbedder(32),
         ) as kb:
             kb.ingest([folder])
-            kb.store.set_json("fusion_weights", {"hashing-32": {"dense": 0.4, "source": "test"}})
+            keep_gate(kb.store, "hashing-32", FusionWeights(0.4, "test"), who="test")
             result = kb.search("pool connections limit", SearchFilters(), SearchOptions(k=5))
             results.append(
                 (

@@ -1129,7 +1129,37 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
         ),
         README,
     ),
+    # alert lines, from benchmarks/alert_lines.py
+    (
+        "alert lines, identity weight",
+        lambda: (
+            "right incident type first for {:.3f} of {} alert lines at weight {:g}, "
+            "against {:.3f} with every word at 1".format(
+                _alerts(
+                    "hybrid w={:g}".format(_load("alert_lines.json")["shipped_identity_weight"])
+                ),
+                _load("alert_lines.json")["cases"],
+                _load("alert_lines.json")["shipped_identity_weight"],
+                _alerts("hybrid w=1"),
+            )
+        ),
+        RETRIEVAL_PAGE,
+    ),
+    (
+        "alert lines, weight sweep",
+        lambda: (
+            "default-mode type Hit@1 "
+            + " / ".join(
+                f"{_alerts(f'hybrid w={w}'):.3f}" for w in ("1", "0.5", "0.25", "0.1", "0")
+            )
+        ),
+        "docs/decisions.md",
+    ),
 ]
+
+
+def _alerts(row: str) -> float:
+    return float(_load("alert_lines.json")["figures"][row]["type_hit_at_1"])
 
 
 @pytest.mark.parametrize(

@@ -289,8 +289,8 @@ def describe_weights(weights: QueryWeights, query: str) -> list[str]:
     if weights.downweighted:
         factor = weights.downweighted[0].weight
         lines = [
-            f"{head} {style}; weighed down x{factor:g} as saying where the alert fired, not "
-            f"what failed: {escape(grouped(weights.downweighted))}"
+            f"{head} {style}; weighed down x{factor:g} as saying where the alert fired or how "
+            f"much, not what failed: {escape(grouped(weights.downweighted))}"
         ]
     elif weights.kept:
         lines = [

@@ -69,10 +69,11 @@ ENVIRONMENTS = frozenset({"prod", "production", "staging", "stg", "preprod", "ua
 ALERT_WORDS = frozenset({"alert", "alerts", "alarm", "alarms", "firing", "fired", "triggered"})
 ALERT_WORDS |= {"pagerduty", "opsgenie", "sev1", "sev2", "sev3", "sev4"}
 # What makes text alert-style: a metric name (lower-case words joined by underscores:
-# db_connections_in_use, p99_latency; not a constant such as INSUFFICIENT_DATA), or the place
-# an alert fired written as ``(cloud/region)``. Prose -- a status update, a report -- names its
-# service and region as part of what happened (an outage there), and is left as written.
-METRIC_NAME = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])")
+# db_connections_in_use, p99_latency; not a constant such as INSUFFICIENT_DATA, nor part of a
+# path or address: /you_broke_reddit, host_name.example.com), or the place an alert fired
+# written as ``(cloud/region)``. Prose -- a status update, a report -- names its service and
+# region as part of what happened (an outage there), and is left as written.
+METRIC_NAME = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-]|[./]\w)")
 PLACE = re.compile(r"\(\s*(?:aws|gcp|azure|oci)\s*/[^()]*\)", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -81,7 +81,15 @@ def test_review_queue_in_chromium(tmp_path: Path) -> None:
                 first = page.locator("#evidence .evidence-item").first
                 assert first.get_attribute("data-doc") != "POOL-1"
 
-                page.click("#approve")
+                # round 2 says no precedent: the short form asks for what it was
+                expect(page.locator("#approve")).to_have_count(0)
+                expect(page.locator("#account-why")).to_contain_text("no precedent")
+                page.fill("#account-root-cause", "The cluster resolver dropped queries.")
+                page.click("#account-approve")  # the browser refuses the empty required fields
+                expect(page.locator("#review-status")).to_have_text("pending")
+                page.fill("#account-resolution", "Scaled the resolver and cached lookups.")
+                page.fill("#account-type", "dns-failure")
+                page.click("#account-approve")
                 expect(page.locator("#review-status")).to_have_text("approved")
                 link = page.locator("#postmortem-link")
                 expect(link).to_have_text(f"PM-{rid}")

@@ -69,6 +69,7 @@ _env = jinja2.Environment(
 )
 _env.filters["clean"] = lambda value: sanitize_for_display("" if value is None else str(value))
 _env.filters["verdict"] = lambda record: verdict_of(record or {})  # the words every surface uses
+_env.filters["similarity"] = lambda score, top: queue_rows.similarity(float(score or 0), float(top))
 templates = Jinja2Templates(env=_env)
 
 AppDep = Annotated[Ready, Depends(ready)]

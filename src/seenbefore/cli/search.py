@@ -14,7 +14,15 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
+from seenbefore.cli.common import (
+    caller_tiers,
+    console,
+    empty_store,
+    open_kb,
+    open_store,
+    print_json,
+)
+from seenbefore.cli.explain import legend, render_explain
 from seenbefore.cli.security import record_local
 from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
@@ -118,6 +126,8 @@ def search(
         if type_ is not None:
             filters = _of_type(kb.store, filters, type_)
         result = kb.search(text, filters, options)
+        if result.empty_because:  # nothing at all to search is not a matter of tiers
+            result = replace(result, empty_because=empty_store(kb.store) or result.empty_because)
         modes = failure_modes_json(kb.store, [c.doc_id for c in result.candidates])
         record_local(
             kb.store,
@@ -206,6 +216,7 @@ def render_result(
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
         console.print(f"     [dim]{c.section_key}:[/] {snippet[:200]}", soft_wrap=False)
+    console.print(f"[dim]{legend(result.candidates)}[/]")
 
 
 def _kind(author: str, mode: Mapping[str, Any] | None) -> str:
@@ -215,55 +226,6 @@ def _kind(author: str, mode: Mapping[str, Any] | None) -> str:
     if mode["known"]:
         return f"{mode['slug']} (inferred)"
     return "- (type unknown)"
-
-
-def render_explain(result: SearchResult) -> None:
-    gate = result.gate
-    console.print(
-        f"\n[bold]gate[/]: dense trusted = {gate.dense_trusted if gate else None}; "
-        f"{gate.reason if gate else None}"
-    )
-    console.print(f"[bold]weights[/]: {result.weights}  rrf k = {result.rrf_k}")
-    console.print(
-        f"[bold]p_precedent[/]: {result.confidence} from {result.signals} "
-        f"(model: {result.confidence_model_key}: {result.confidence_model})"
-    )
-    fit = result.confidence_model_fit
-    if fit is not None:
-        console.print(
-            f"[bold]verdict[/]: {result.verdict} (no precedent at p <= {fit.lo}, found at "
-            f"p >= {fit.hi})"
-        )
-        if fit.live:
-            console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")
-    if result.sparse_unit:
-        console.print(f"[bold]sparse[/]: ranked by {result.sparse_unit} (BM25F + word pairs)")
-    table = Table(title="per-retriever ranks and scores")
-    for col in (
-        "#",
-        "id",
-        "sparse rank",
-        "sparse score",
-        "dense rank",
-        "dense score",
-        "fused",
-        "recency x",
-    ):
-        table.add_column(col, justify="right")
-    for rank, c in enumerate(result.candidates, 1):
-        s, de = c.retrievers.get("sparse"), c.retrievers.get("dense")
-        table.add_row(
-            str(rank),
-            c.doc_id,
-            str(s.rank) if s else "-",
-            f"{s.score:.3f}" if s else "-",
-            str(de.rank) if de else "-",
-            f"{de.score:.3f}" if de else "-",
-            f"{c.score:.5f}",
-            str(result.recency.get(c.doc_id, "-")),
-        )
-    console.print(table)
-    console.print(f"[dim]timings (ms): {result.timings}[/]")
 
 
 def show(

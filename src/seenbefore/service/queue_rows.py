@@ -62,7 +62,9 @@ def similarity(score: float, top: float) -> float:
     return round(min(1.0, score / top), 2) if top > 0 else 0.0
 
 
-def _precedent(draft: Mapping[str, Any], evidence: Mapping[str, Any]) -> tuple[str, str]:
+def precedent(draft: Mapping[str, Any], evidence: Mapping[str, Any]) -> tuple[str, str]:
+    """The precedent a draft names and its title ("", "" for a "no precedent" draft: its
+    nearest postmortems are not matches)."""
     if not draft or draft.get("novel"):
         return "", ""
     cited = draft.get("cited_incidents") or []
@@ -89,7 +91,7 @@ def row(review: Review, now: dt.datetime) -> dict[str, Any]:
     else:
         alert = query or "(no text)"
     draft = review.draft or {}
-    precedent, title = _precedent(draft, review.evidence or {})
+    cited, title = precedent(draft, review.evidence or {})
     return {
         "review": review,
         "alert": alert,
@@ -100,7 +102,7 @@ def row(review: Review, now: dt.datetime) -> dict[str, Any]:
         "age": age(review.created_at, now),
         "verdict": verdict_of(draft) if draft else "",
         "p": f"{float(draft.get('confidence') or 0):.2f}" if draft else "",
-        "precedent": precedent,
+        "precedent": cited,
         "precedent_title": title,
         "status": status_word(review),
     }

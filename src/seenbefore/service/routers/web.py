@@ -269,6 +269,7 @@ def _review_context(
         reasons=REASONS,
         can_decide=who.principal.allows("reviewer"),
         account_needed=account.reason(review) or "",
+        headline=queue_rows.precedent(review.draft or {}, review.evidence or {}),
         account_error=error,
         account_values=values or {},
         failure_types=taxonomy().slugs,

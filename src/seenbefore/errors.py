@@ -6,7 +6,8 @@
     ├── ConfigError                 bad settings or environment
     │   └── MissingExtraError       an optional dependency (a pip extra) is not installed
     ├── InputError                  bad input from a user (CLI argument, query, request body)
-    │   └── MappingError            a JSONL field mapping that does not fit the records
+    │   ├── MappingError            a JSONL field mapping that does not fit the records
+    │   └── AccountRequired         approving a draft that needs a person's account, without one
     ├── PostmortemInvalid           a postmortem failed validation (it goes to quarantine)
     ├── NotFoundError               no such document / quarantine entry (or not visible to the caller)
     ├── AuthError                   no token, or a token that is unknown or revoked (HTTP 401)
@@ -61,6 +62,17 @@ class InputError(SeenbeforeError):
 
 class MappingError(InputError):
     """A JSONL field mapping does not fit the records being imported."""
+
+
+class AccountRequired(InputError):
+    """A draft that may not be approved as drafted ("no precedent", or a precedent a reviewer
+    already dismissed) was approved without a person's account. ``missing`` names the fields
+    still to write (``root_cause``, ``resolution``, ``type``), ``why`` says why they are needed."""
+
+    def __init__(self, message: str, missing: tuple[str, ...], why: str) -> None:
+        super().__init__(message)
+        self.missing = missing
+        self.why = why
 
 
 class PostmortemInvalid(SeenbeforeError):

@@ -90,6 +90,7 @@ GROUPS: dict[str, Group] = {
             "pagerduty": "seenbefore.notify.pagerduty:from_config",
             "teams": "seenbefore.notify.teams:from_config",
             "opsgenie": "seenbefore.notify.opsgenie:from_config",
+            "jsm": "seenbefore.notify.jsm:from_config",
         },
     ),
     EMBEDDERS: Group(

@@ -46,7 +46,7 @@ def test_the_built_ins_declared_in_pyproject_match_the_fallback_table() -> None:
 def test_built_ins_load_without_entry_point_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plugins, "entry_points", lambda group: EntryPoints(()))
     assert plugins.notifier_factory("slack") is slack.from_config
-    assert plugins.names(plugins.NOTIFIERS) == ["opsgenie", "pagerduty", "slack", "teams"]
+    assert plugins.names(plugins.NOTIFIERS) == ["jsm", "opsgenie", "pagerduty", "slack", "teams"]
     notifier = build_notifiers({"slack": {"webhook_url": "https://chat.example.test/h/SECRET1"}})
     assert type(notifier["slack"]).__name__ == "SlackNotifier"
 

@@ -128,7 +128,7 @@ def test_without_the_plugin_the_name_is_unknown_and_the_error_says_how_to_instal
         build_router({"echo": {"path": "x"}}, outbox_path=tmp_path / "outbox.sqlite")
     message = str(caught.value)
     assert "unknown keys ['echo']" in message
-    assert "registered: opsgenie, pagerduty, slack, teams" in message
+    assert "registered: jsm, opsgenie, pagerduty, slack, teams" in message
     assert "'seenbefore.notifiers'" in message and "pip install" in message
 
 

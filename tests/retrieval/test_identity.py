@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from seenbefore.cli.search import describe_weights
+from seenbefore.cli.explain import describe_weights
 from seenbefore.config import Settings
 from seenbefore.core.confidence import NONE
 from seenbefore.core.trust import FusionWeights, GateDecision

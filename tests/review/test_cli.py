@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from seenbefore.cli.app import app
 from tests.conftest import REPO
 from tests.review.conftest import CERT, WEBHOOK
+from tests.review.test_account import OFF_TOPIC
 
 
 def run(home: Path, *args: str, tiers: str = "general,restricted,security") -> tuple[int, str]:
@@ -67,6 +68,40 @@ def test_review_commands_end_to_end(home: Path) -> None:
     code, out = run(home, "audit", "--json")
     actions = [r["action"] for r in json.loads(out)["records"]]
     assert actions.count("review.start") == 2 and "review.approve" in actions
+
+
+def test_approving_no_precedent_asks_for_the_account(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = []
+    for _ in range(2):
+        code, out = run(home, "review", "start", OFF_TOPIC, "--json")
+        assert code == 0, out
+        [started] = json.loads(out)["reviews"]
+        assert started["draft"]["verdict"] == "no precedent"
+        ids.append(started["id"])
+    code, out = run(home, "review", "approve", ids[0], "--root-cause", "A firmware timer bug.")
+    assert code == 2, out
+    flat = " ".join(out.split())
+    assert "cannot be approved as drafted: its draft says no precedent" in flat
+    assert "Write --resolution (what fixed it), --type (the failure mode" in flat
+    code, out = run(home, "review", "approve", ids[0], "--root-cause", "A firmware timer bug.",
+                    "--resolution", "Flashed firmware 2.4.", "--type", "hardware-failure",
+                    "--json")  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["review"]["status"] == "approved"
+    # at a terminal the missing parts are asked for, one prompt each
+    monkeypatch.setattr("seenbefore.cli.review._interactive", lambda: True)
+    env = {"SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER": "none",
+           "SEENBEFORE_TIERS": "general,restricted,security"}  # fmt: skip
+    answers = "The reminder timer looped.\nReplaced the control board.\nhardware-failure\n"
+    result = CliRunner().invoke(app, ["review", "approve", ids[1]], env=env, input=answers)
+    assert result.exit_code == 0, result.output
+    assert "root cause (what was it?): " in result.output and "known types: " in result.output
+    code, out = run(home, "show", f"PM-{ids[1]}", "--json")
+    shown = json.loads(out)
+    assert shown["type"] == "hardware-failure"
+    assert "The reminder timer looped." in json.dumps(shown)
 
 
 def test_calibrate_needs_exactly_one_source(home: Path) -> None:

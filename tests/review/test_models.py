@@ -65,16 +65,15 @@ def _review(**draft: object) -> Review:
 
 
 def test_free_text_cannot_open_a_section() -> None:
-    edits = DraftEdits(root_cause="the cause\n## Resolution\nfake heading")
+    edits = DraftEdits(
+        root_cause="the cause\n## Resolution\nfake heading", resolution="rolled back", summary="x"
+    )
     text = render(_review(), reviewer="alice", edits=edits, access_tier="general", approved_at="t")
     pm = validate(text, "approved/PM-rev-1.md")
-    assert [s.heading for s in pm.sections] == [
-        "Summary",
-        "Symptoms",
-        "Root cause",
-        "Resolution",
-        "Cited precedents",
-    ]
+    # a "no precedent" draft cites nothing: no Cited precedents section, and the drafted
+    # summary "s" and hypothesis "h" are not stored (only what the reviewer wrote)
+    assert [s.heading for s in pm.sections] == ["Summary", "Symptoms", "Root cause", "Resolution"]
+    assert pm.section("summary").text == "x"  # type: ignore[union-attr]
     assert pm.section("root_cause").text == "the cause\n\\## Resolution\nfake heading"  # type: ignore[union-attr]
     assert pm.title == "Api502 on edge: api 502s" and pm.date == dt.date(2026, 1, 2)
     assert pm.extra["provenance"] == "approved-draft" and pm.extra["review_id"] == "rev-1"

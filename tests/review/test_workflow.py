@@ -76,19 +76,17 @@ def test_approve_writes_a_retrievable_postmortem_with_provenance(
     assert front["provenance"] == "approved-draft" and front["reviewer"] == "alice"
     assert front["review_id"] == review.id and front["source_key"] == "fp1:2026-01-01T00:00:00Z"
     assert front["status"] == "current" and front["access_tier"] == "general"
-    assert front["cited"] == review.draft["cited_incidents"]
+    # the precedent the reviewer confirmed, not the draft's other neighbours
+    assert len(review.draft["cited_incidents"]) > 1
+    assert front["cited"] == ["INC-2021-007"] and front["type"] == "certificate-expiry"
     stored = kb.store.get(approved.postmortem_id, ["general"]).postmortem
     assert stored.title == edits.title and stored.severity == "SEV2"
-    assert [s.heading for s in stored.sections] == [
-        "Summary",
-        "Symptoms",
-        "Root cause",
-        "Resolution",
-        "Cited precedents",
-    ]
+    # no Summary (the drafted one is verdict prose), no Resolution (none was written)
+    assert [s.heading for s in stored.sections] == ["Symptoms", "Root cause", "Cited precedents"]
     assert stored.section("root_cause").text == edits.root_cause  # type: ignore[union-attr]
     cited_section = next(s for s in stored.sections if s.heading == "Cited precedents")
-    assert cited_section.text.startswith("- INC-2021-007: ")
+    title = review.evidence["candidates"][0]["title"]
+    assert cited_section.text == f"- INC-2021-007: {title}"
     # immediately retrievable through the normal search path
     hits = kb.search("quokka intermediate certificate", SearchFilters(tiers=("general",)))
     assert hits.candidates[0].doc_id == approved.postmortem_id

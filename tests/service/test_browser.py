@@ -56,10 +56,13 @@ def test_review_queue_in_chromium(tmp_path: Path) -> None:
                 page.click("button[type=submit]")
                 expect(page).to_have_url(re.compile(r"/reviews$"))
                 row = page.locator(f'tr[data-review="{rid}"]')
-                # the draft leads with its verdict's words (found, or possible — check)
+                # the row: the query's first line, its verdict's words with p, the precedent
+                expect(row).to_contain_text(ALERT)
                 expect(row).to_contain_text(
-                    re.compile(r"(Precedent found|Possible precedent — check): POOL-1")
+                    re.compile(r"(precedent found|possible precedent — check)\s*p 0\.\d\d")
                 )
+                expect(row.locator("td.precedent")).to_contain_text("POOL-1")
+                expect(row.locator("td.status")).to_have_text("pending")
                 expect(page.locator("h2.sev")).to_have_text(["SEV2"])
                 row.locator("a").click()
 
@@ -81,7 +84,15 @@ def test_review_queue_in_chromium(tmp_path: Path) -> None:
                 first = page.locator("#evidence .evidence-item").first
                 assert first.get_attribute("data-doc") != "POOL-1"
 
-                page.click("#approve")
+                # round 2 says no precedent: the short form asks for what it was
+                expect(page.locator("#approve")).to_have_count(0)
+                expect(page.locator("#account-why")).to_contain_text("no precedent")
+                page.fill("#account-root-cause", "The cluster resolver dropped queries.")
+                page.click("#account-approve")  # the browser refuses the empty required fields
+                expect(page.locator("#review-status")).to_have_text("pending")
+                page.fill("#account-resolution", "Scaled the resolver and cached lookups.")
+                page.fill("#account-type", "dns-failure")
+                page.click("#account-approve")
                 expect(page.locator("#review-status")).to_have_text("approved")
                 link = page.locator("#postmortem-link")
                 expect(link).to_have_text(f"PM-{rid}")

@@ -40,11 +40,27 @@ def test_investigate_dismiss_approve_then_search_finds_the_new_postmortem(
     assert "POOL-1" not in [c["doc_id"] for c in dismissed["evidence"]["candidates"]]
     assert [e["action"] for e in dismissed["history"]].count("dismissed") == 1
 
-    approved = service.as_(
+    assert dismissed["draft"]["verdict"] == "no precedent"  # POOL-1 gone, nothing else fits
+    refused = service.as_(
         "reviewer",
         "post",
         f"/v1/reviews/{review['id']}/approve",
         json={"edits": {"title": "Checkout pool limit after resolver trouble"}},
+    )
+    assert refused.status_code == 422
+    assert refused.headers["content-type"] == "application/problem+json"
+    problem = refused.json()
+    assert problem["type"] == "urn:seenbefore:problem:account-required"
+    assert problem["missing"] == ["root_cause", "resolution", "type"]
+    assert "cannot be approved as drafted: its draft says no precedent" in problem["detail"]
+    account = {
+        "title": "Checkout pool limit after resolver trouble",
+        "root_cause": "Resolver timeouts held checkout connections until the pool ran out.",
+        "resolution": "Restarted the resolver pods and capped lookup timeouts at one second.",
+        "type": "dns-failure",
+    }
+    approved = service.as_(
+        "reviewer", "post", f"/v1/reviews/{review['id']}/approve", json={"edits": account}
     ).json()
     assert approved["status"] == "approved" and approved["outcome"] == "approved"
     new_id = approved["postmortem_id"]
@@ -56,7 +72,7 @@ def test_investigate_dismiss_approve_then_search_finds_the_new_postmortem(
     assert new_id in [r["id"] for r in found["results"]]
     doc = service.as_("viewer", "get", f"/v1/postmortems/{new_id}").json()
     assert doc["title"] == "Checkout pool limit after resolver trouble"
-    assert doc["extra"]["provenance"] == "approved-draft"
+    assert doc["extra"]["provenance"] == "approved-draft" and doc["type"] == "dns-failure"
 
     audit = service.as_("admin", "get", "/v1/audit?limit=50").json()["records"]
     actions = [(r["action"], r["decision"]) for r in audit]

@@ -75,9 +75,31 @@ def test_queue_decide_and_csrf(service: Service) -> None:
     assert dismissed.status_code == 200  # followed the redirect to the review page
     assert re.search(r'id="review-round">2<', dismissed.text)
     assert "not the pool" in dismissed.text  # the history shows the note
+    # round 2 says no precedent: no "approve as drafted", a short form asking for the account
+    assert 'id="account-form"' in dismissed.text and 'id="approve"' not in dismissed.text
+    assert "cannot be approved as drafted: its draft says no precedent" in dismissed.text
+    assert '<option value="connection-pool-exhaustion">' in dismissed.text
+    asked = service.client.post(
+        f"/reviews/{rid}/approve",
+        data={
+            "csrf_token": token,
+            "title": "Checkout stalled on the pool",
+            "root_cause": "A slow fraud call held connections open.",
+        },
+    )
+    assert asked.status_code == 422  # the form again, what was written kept
+    assert 'id="account-error"' in asked.text
+    assert "Write resolution (what fixed it), type (the failure mode" in asked.text
+    assert ">A slow fraud call held connections open.</textarea>" in asked.text
     approved = service.client.post(
         f"/reviews/{rid}/approve",
-        data={"csrf_token": token, "title": "Checkout stalled on the pool"},
+        data={
+            "csrf_token": token,
+            "title": "Checkout stalled on the pool",
+            "root_cause": "A slow fraud call held connections open.",
+            "resolution": "Moved the fraud call out of the transaction.",
+            "type": "connection-pool-exhaustion",
+        },
     )
     assert 'id="review-status">approved<' in approved.text
     assert 'id="postmortem-link"' in approved.text

@@ -66,6 +66,23 @@ def notify_router(cfg: Settings | None = None) -> Any:
     return build_router(cfg.notify, outbox_rows=rows)
 
 
+EMPTY_STORE = (
+    "the knowledge base is empty: ingest postmortems first (seenbefore ingest PATH, e.g. "
+    "seenbefore ingest examples/postmortems for the sample)"
+)
+
+
+def empty_store(store: Store) -> str | None:
+    """The message for a store that holds no postmortem at all (None when it holds some): the
+    terminal's user opens the store itself, so saying so tells nothing a tier hides."""
+    return None if store.list_ids(None) else f"{EMPTY_STORE}; the store is {store_name(store)}"
+
+
+def store_name(store: Store) -> str:
+    local = store.local_file
+    return str(local) if local is not None else "the configured database"
+
+
 def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[str, ...]:
     """Tiers given with --tier, else the configured default (SEENBEFORE_TIERS). Each --tier
     takes one tier or a comma list (``--tier general,restricted``) and may be repeated; names

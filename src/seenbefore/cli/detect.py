@@ -86,7 +86,7 @@ def detect_command(
         Path | None, typer.Option(help="rules YAML (default: the packaged rules)")
     ] = None,
     notify: Annotated[
-        bool, typer.Option(help="route anomalies by severity ([notify] config)")
+        bool, typer.Option(help="route anomalies by severity (the \\[notify] config)")
     ] = False,
     investigate: Annotated[
         bool, typer.Option(help="draft a hypothesis for each anomaly from the knowledge base")
@@ -149,7 +149,8 @@ def detect_command(
             f"{len(report.truth)} injected incidents"
         )
     if notify:
-        console.print(f"routed: {routed or 'nothing (no [notify] configuration)'}")
+        nothing = "nothing (no \\[notify] configuration)"  # escaped: not Rich markup
+        console.print(f"routed: {routed or nothing}")
 
 
 def _say_detector(ran: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seenbefore.cli.common import console, err_console, open_kb, open_store, print_json
+from seenbefore.cli.progress import LineProgress
 from seenbefore.errors import InputError, NotFoundError
 from seenbefore.knowledge.ingest import IngestReport
 from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
@@ -19,8 +20,11 @@ from seenbefore.types import QuarantineEntry
 quarantine_app = typer.Typer(help="List, retry or drop documents that failed validation.")
 
 
-def progress_bar(*, disable: bool) -> Progress:
-    """The progress bar every long command shows (hidden for --json)."""
+def progress_bar(*, disable: bool) -> Progress | LineProgress:
+    """The progress every long command shows (hidden for --json): Rich's bar on a terminal,
+    else lines on stderr (cli/progress.py)."""
+    if not disable and not console.is_terminal:
+        return LineProgress()
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -32,7 +36,7 @@ def progress_bar(*, disable: bool) -> Progress:
     )
 
 
-def _progress_callback(progress: Progress | None, label: str) -> Any:
+def _progress_callback(progress: Progress | LineProgress | None, label: str) -> Any:
     if progress is None:
         return None
     task = progress.add_task(label, total=None)

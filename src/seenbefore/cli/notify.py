@@ -12,7 +12,9 @@ from seenbefore.cli.common import console, notify_router, print_json
 from seenbefore.errors import ConfigError, InputError
 
 notify_app = typer.Typer(
-    help="The notification outbox: what [notify] could not deliver yet.", no_args_is_help=True
+    # "\\[": Rich would read [notify] as markup and print "what  could not deliver"
+    help="The notification outbox: what \\[notify] could not deliver yet.",
+    no_args_is_help=True,
 )
 MAX_ATTEMPTS = 10
 STATES = ("pending", "delivered", "dead")

@@ -6,6 +6,7 @@ The person at the terminal acts as ``local:<user>`` with the tiers given by ``--
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +22,9 @@ from seenbefore.cli.security import record_local
 from seenbefore.errors import InputError
 from seenbefore.extras import requires
 from seenbefore.investigation.reporter import Draft
+from seenbefore.knowledge.failure_taxonomy import taxonomy
 from seenbefore.limits import check_range
+from seenbefore.review import account
 from seenbefore.review.models import DismissReason, DraftEdits, Review
 from seenbefore.security.tokens import Principal, local_principal
 
@@ -34,6 +37,16 @@ review_app = typer.Typer(
 )
 JsonOption = Annotated[bool, typer.Option("--json")]
 MAX_LISTED = 1000  # reviews `review list` prints at most
+ACCOUNT_OPTIONS = {
+    "root_cause": "--root-cause (what it was)",
+    "resolution": "--resolution (what fixed it)",
+    "type": "--type (the failure mode, e.g. connection-pool-exhaustion; a new one is allowed)",
+}
+ACCOUNT_PROMPTS = {
+    "root_cause": "root cause (what was it?)",
+    "resolution": "what fixed it?",
+    "type": "type (failure mode)",
+}
 
 
 @contextmanager
@@ -167,19 +180,31 @@ def approve(
     hypothesis: Annotated[str | None, typer.Option(help="replace the hypothesis")] = None,
     root_cause: Annotated[str | None, typer.Option(help="the confirmed root cause")] = None,
     resolution: Annotated[str | None, typer.Option(help="what resolved it")] = None,
+    failure_type: Annotated[
+        str | None,
+        typer.Option("--type", help="the failure mode, e.g. connection-pool-exhaustion"),
+    ] = None,
     tier: TierOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Approve the draft (optionally edited): it becomes a postmortem in the knowledge base."""
+    """Approve the draft (optionally edited): it becomes a postmortem in the knowledge base.
+
+    A "no precedent" draft, or one whose precedent was dismissed before, needs --root-cause,
+    --resolution and --type (asked for at a terminal): only what a person writes is stored."""
     edits = DraftEdits(
         title=title,
         summary=summary,
         hypothesis=hypothesis,
         root_cause=root_cause,
         resolution=resolution,
+        type=failure_type,
     )
-    given = edits if any(v is not None for v in edits.model_dump().values()) else None
     with _workflow(tier) as (workflow, principal):
+        current = workflow.get(review_id, tiers=principal.tiers)
+        why = account.reason(current)
+        if why is not None:
+            edits = account.check(current, _ask(why, edits), names=ACCOUNT_OPTIONS) or edits
+        given = edits if any(v is not None for v in edits.model_dump().values()) else None
         review = workflow.approve(review_id, reviewer=principal, edits=given)
         _audit(workflow, principal, "review.approve", review)
     if as_json:
@@ -187,6 +212,22 @@ def approve(
         return
     _summary(review)
     console.print(f"approved: postmortem {review.postmortem_id} is in the knowledge base")
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _ask(why: str, edits: DraftEdits) -> DraftEdits:
+    """At a terminal, ask for each part of the account not given as an option."""
+    missing = [f for f in account.ACCOUNT_FIELDS if not (getattr(edits, f) or "").strip()]
+    if not missing or not _interactive():
+        return edits
+    console.print(f"This draft cannot be approved as drafted: {why}. Write what happened:")
+    if "type" in missing:
+        console.print("known types: " + ", ".join(taxonomy().slugs), highlight=False)
+    answers = {f: typer.prompt(ACCOUNT_PROMPTS[f]) for f in missing}
+    return edits.model_copy(update=answers)
 
 
 @review_app.command("dismiss")

@@ -14,7 +14,15 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import caller_tiers, console, open_kb, open_store, print_json
+from seenbefore.cli.common import (
+    caller_tiers,
+    console,
+    empty_store,
+    open_kb,
+    open_store,
+    print_json,
+)
+from seenbefore.cli.explain import legend, render_explain
 from seenbefore.cli.security import record_local
 from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
@@ -29,7 +37,7 @@ from seenbefore.knowledge.failure_taxonomy import taxonomy
 from seenbefore.limits import check_filters, check_k, check_query
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
 from seenbefore.retrieval.output import result_json
-from seenbefore.types import Downweighted, QueryWeights, SearchFilters, SearchResult
+from seenbefore.types import SearchFilters, SearchResult
 
 if TYPE_CHECKING:
     from seenbefore.storage.ports import Store
@@ -118,6 +126,8 @@ def search(
         if type_ is not None:
             filters = _of_type(kb.store, filters, type_)
         result = kb.search(text, filters, options)
+        if result.empty_because:  # nothing at all to search is not a matter of tiers
+            result = replace(result, empty_because=empty_store(kb.store) or result.empty_because)
         modes = failure_modes_json(kb.store, [c.doc_id for c in result.candidates])
         record_local(
             kb.store,
@@ -206,6 +216,7 @@ def render_result(
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
         console.print(f"     [dim]{c.section_key}:[/] {snippet[:200]}", soft_wrap=False)
+    console.print(f"[dim]{legend(result.candidates)}[/]")
 
 
 def _kind(author: str, mode: Mapping[str, Any] | None) -> str:
@@ -215,93 +226,6 @@ def _kind(author: str, mode: Mapping[str, Any] | None) -> str:
     if mode["known"]:
         return f"{mode['slug']} (inferred)"
     return "- (type unknown)"
-
-
-def render_explain(result: SearchResult) -> None:
-    gate = result.gate
-    console.print(
-        f"\n[bold]gate[/]: dense trusted = {gate.dense_trusted if gate else None}; "
-        f"{gate.reason if gate else None}"
-    )
-    console.print(f"[bold]weights[/]: {result.weights}  rrf k = {result.rrf_k}")
-    console.print(
-        f"[bold]p_precedent[/]: {result.confidence} from {result.signals} "
-        f"(model: {result.confidence_model_key}: {result.confidence_model})"
-    )
-    fit = result.confidence_model_fit
-    if fit is not None:
-        console.print(
-            f"[bold]verdict[/]: {result.verdict} (no precedent at p <= {fit.lo}, found at "
-            f"p >= {fit.hi})"
-        )
-        if fit.live:
-            console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")
-    if result.sparse_unit:
-        console.print(f"[bold]sparse[/]: ranked by {result.sparse_unit} (BM25F + word pairs)")
-    if result.query_weights is not None:
-        for line in describe_weights(result.query_weights, result.query):
-            console.print(line, soft_wrap=True)
-    table = Table(title="per-retriever ranks and scores")
-    for col in (
-        "#",
-        "id",
-        "sparse rank",
-        "sparse score",
-        "dense rank",
-        "dense score",
-        "fused",
-        "recency x",
-    ):
-        table.add_column(col, justify="right")
-    for rank, c in enumerate(result.candidates, 1):
-        s, de = c.retrievers.get("sparse"), c.retrievers.get("dense")
-        table.add_row(
-            str(rank),
-            c.doc_id,
-            str(s.rank) if s else "-",
-            f"{s.score:.3f}" if s else "-",
-            str(de.rank) if de else "-",
-            f"{de.score:.3f}" if de else "-",
-            f"{c.score:.5f}",
-            str(result.recency.get(c.doc_id, "-")),
-        )
-    console.print(table)
-    console.print(f"[dim]timings (ms): {result.timings}[/]")
-
-
-def describe_weights(weights: QueryWeights, query: str) -> list[str]:
-    """How the query's words were weighed, for ``--explain``: which words said where the alert
-    fired rather than what failed, why, and by how much they were weighed down."""
-
-    def grouped(words: tuple[Downweighted, ...]) -> str:
-        by_reason: dict[str, list[str]] = {}
-        for d in words:
-            by_reason.setdefault(d.why, []).append(d.term)
-        return "; ".join(f"{', '.join(t)} ({why})" for why, t in by_reason.items())
-
-    head = "[bold]query words[/]:"
-    if not weights.alert:
-        return [
-            f"{head} prose, every word weighs 1 (service, cloud and region words are weighed "
-            "down only in alert-style text: a metric name or a (cloud/region))"
-        ]
-    style = f"alert-style ({escape(', '.join(weights.alert))})"
-    if weights.downweighted:
-        factor = weights.downweighted[0].weight
-        lines = [
-            f"{head} {style}; weighed down x{factor:g} as saying where the alert fired or how "
-            f"much, not what failed: {escape(grouped(weights.downweighted))}"
-        ]
-    elif weights.kept:
-        lines = [
-            f"{head} {style}, but nothing besides where it fired: kept at full weight: "
-            f"{escape(grouped(weights.kept))}"
-        ]
-    else:
-        lines = [f"{head} {style}; no service, cloud or region words to weigh down"]
-    if weights.dense_text and weights.dense_text != query:
-        lines.append(f"[bold]dense embeds[/]: {escape(weights.dense_text)}")
-    return lines
 
 
 def show(

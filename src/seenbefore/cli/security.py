@@ -11,7 +11,7 @@ from rich.table import Table
 from seenbefore.cli.common import console, err_console, open_store, print_json, settings
 from seenbefore.errors import InputError
 from seenbefore.security.audit import AuditLog, AuditRecord
-from seenbefore.security.tokens import ROLES, TokenStore, local_principal
+from seenbefore.security.tokens import ROLES, TokenInfo, TokenStore, local_principal
 from seenbefore.storage.ports import AuditStore
 
 token_app = typer.Typer(
@@ -95,21 +95,53 @@ def token_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
             }
         )
         return
-    table = Table(title=f"{len(infos)} tokens")
+    console.print(token_table(infos, console.width))
+
+
+WIDE_TOKEN_TABLE = 100  # columns from which `token list` also shows when each was created
+NAME_COLUMNS = 14  # a token's name kept whole up to this long at 80 columns
+
+
+def _when(stamp: str | None) -> str:
+    """``2026-12-04T16:19:18+00:00`` as ``2026-12-04 16:19`` (UTC, to the minute): at 80
+    columns it wraps at the space, never inside a figure."""
+    return stamp[:16].replace("T", " ") if stamp else "never"
+
+
+def token_table(infos: Sequence[TokenInfo], width: int) -> Table:
+    """``token list`` that fits ``width`` columns (80 included): ids whole, no borders between
+    columns, times to the minute (wrapping at the space, never inside a figure), one state
+    word; the creation time only where there is room (``--json`` always has it)."""
+    table = Table(
+        title=f"{len(infos)} tokens",
+        box=None,
+        title_justify="left",
+        header_style="bold underline",
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+    )
     table.add_column("id", no_wrap=True, min_width=max((len(t.id) for t in infos), default=2))
-    for col in ("name", "role", "tiers", "created", "last used", "revoked"):
-        table.add_column(col, overflow="fold")
+    longest = max((len(t.name) for t in infos), default=4)
+    table.add_column("name", overflow="fold", min_width=min(longest, NAME_COLUMNS))
+    table.add_column("role", no_wrap=True)
+    table.add_column("tiers", overflow="fold", min_width=len("restricted"))
+    created = width >= WIDE_TOKEN_TABLE
+    if created:
+        table.add_column("created", min_width=10)
+    table.add_column("last used", min_width=10)
+    table.add_column("state", min_width=10)
     for t in infos:
+        state = f"[red]revoked {_when(t.revoked_at)}[/]" if t.revoked_at else "active"
         table.add_row(
             t.id,
             t.name,
             t.role,
-            ",".join(t.tiers),
-            t.created_at,
-            t.last_used_at or "-",
-            f"[red]{t.revoked_at}[/]" if t.revoked_at else "-",
+            ", ".join(t.tiers),
+            *([_when(t.created_at)] if created else []),
+            _when(t.last_used_at),
+            state,
         )
-    console.print(table)
+    return table
 
 
 @token_app.command("revoke")

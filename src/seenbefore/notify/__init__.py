@@ -1,5 +1,6 @@
-"""Notify: send anomalies to Slack, PagerDuty, Teams and Opsgenie (and any notifier a plugin
-registers), routed by severity, never losing one.
+"""Notify: send anomalies to Slack, PagerDuty, Teams, Jira Service Management and Opsgenie
+(deprecated: its end of support is 2027-04-05) and any notifier a plugin registers, routed by
+severity, never losing one.
 
 ::
 
@@ -8,9 +9,9 @@ registers), routed by severity, never losing one.
     router.notify(anomaly, text, action="resolve")        # same PagerDuty dedup_key
     router.retry_pending()                                # later: re-send what failed
 
-Modules: ``slack``, ``pagerduty``, ``teams`` and ``opsgenie`` (the senders; each has a
+Modules: ``slack``, ``pagerduty``, ``teams``, ``jsm`` and ``opsgenie`` (the senders; each has a
 ``from_config`` factory registered in the ``seenbefore.notifiers`` entry-point group, see
-``seenbefore.plugins``; ``teams`` and ``opsgenie`` are imported only when configured),
+``seenbefore.plugins``; ``teams``, ``jsm`` and ``opsgenie`` are imported only when configured),
 ``router`` (routing, retries on ``seenbefore.retry``), ``outbox`` (durable SQLite record of
 failed deliveries), ``config`` (build from a mapping), ``options`` (reading a channel's table),
 ``base`` (shared types), ``redact`` (secrets out of logs).

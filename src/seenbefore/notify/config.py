@@ -22,7 +22,14 @@
     webhook_url = "https://....logic.azure.com/workflows/.../invoke?...&sig=..."  # a secret
     timeout = 10
 
-    [notify.opsgenie]            # optional channel: Opsgenie / JSM Operations Alert API
+    [notify.jsm]                 # optional channel: Jira Service Management Operations
+    api_key = "..."              # a secret: the key of an API integration created in JSM
+    url = "https://api.atlassian.com/jsm/ops/integration"   # optional
+    responders = []              # optional, e.g. ["team:4513b7ea-3b91-438f-b7e4-e3e54af9147c"]
+    tags = []                    # optional, added to seenbefore's own tags
+    timeout = 10
+
+    [notify.opsgenie]            # DEPRECATED (Opsgenie's end of support: 2027-04-05): use jsm
     api_key = "..."              # a secret: the API integration's key
     url = "https://api.opsgenie.com"   # optional; EU: https://api.eu.opsgenie.com
     responders = []              # optional, e.g. ["team:payments"]
@@ -51,6 +58,7 @@ key that is wrong but never repeat a secret's value.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -67,7 +75,13 @@ from seenbefore.notify.outbox import DEFAULT_LEASE_S, Outbox
 from seenbefore.notify.router import RetryPolicy, Router
 from seenbefore.storage.outbox import OutboxRows
 
+log = logging.getLogger(__name__)
 RESERVED = ("retry", "routes", "outbox")  # every other key of [notify] names a notifier
+DEPRECATED = {
+    "opsgenie": "Opsgenie's end of support is 2027-04-05 (Atlassian moves its customers to Jira "
+    "Service Management): create an API integration in JSM and move this table to [notify.jsm] "
+    "with that integration's key",
+}
 RETRY_KEYS = ("attempts", "base_delay", "max_delay", "multiplier", "jitter")
 OUTBOX_KEYS = ("lease_s",)
 MIN_LEASE_S = 5.0  # shorter than a send's timeout: another replica would re-send in flight
@@ -120,13 +134,16 @@ def build_notifiers(
     config: Mapping[str, Any], *, client: httpx.Client | None = None
 ) -> dict[str, Notifier]:
     """One notifier per ``[notify.<name>]`` table, each built by the factory registered as
-    ``<name>`` (built-ins: slack, pagerduty, teams, opsgenie; others by entry point)."""
+    ``<name>`` (built-ins: slack, pagerduty, teams, jsm, opsgenie (deprecated); others by entry
+    point)."""
     _check_names(config)
     notifiers: dict[str, Notifier] = {}
     try:
         for name, table in config.items():
             if name in RESERVED or table is None:
                 continue
+            if name in DEPRECATED:
+                log.warning("notify.%s is deprecated: %s", name, DEPRECATED[name])
             factory = plugins.notifier_factory(name)
             notifiers[name] = factory(check_table(table, name), client=client)
     except BaseException:

@@ -29,13 +29,20 @@ class DismissReason(StrEnum):
 
 
 class DraftEdits(BaseModel):
-    """What a reviewer changed before approving; ``None`` keeps the drafted text."""
+    """What a reviewer wrote before approving; ``None`` keeps the drafted text. A "no
+    precedent" draft, or one whose precedent a reviewer already dismissed, needs
+    ``root_cause``, ``resolution`` and ``type`` (review/account.py)."""
 
     title: str | None = None
     summary: str | None = None
     hypothesis: str | None = None
-    root_cause: str | None = None
-    resolution: str | None = None
+    root_cause: str | None = Field(default=None, description="what it was, in a person's words")
+    resolution: str | None = Field(default=None, description="what fixed it")
+    type: str | None = Field(
+        default=None,
+        description="the failure mode, a slug such as connection-pool-exhaustion (a new one "
+        "is allowed)",
+    )
 
 
 class ReviewEvent(BaseModel):

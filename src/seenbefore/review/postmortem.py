@@ -1,9 +1,11 @@
 """An approved draft as a Markdown postmortem, in the format the ingester reads.
 
 Front matter carries the provenance (``provenance: approved-draft``, the reviewer, the review id,
-the source alert and its source key, the cited precedents); the body has the sections Summary,
-Symptoms, Root cause, Resolution and Cited precedents. Free text from the draft or the reviewer
-cannot open a section of its own: a line starting with ``#`` is escaped.
+the source alert and its source key, the precedent the reviewer confirmed); the body has the
+sections Summary, Symptoms, Root cause, Resolution and Cited precedents, each only when a person
+gave it (review/account.py says when the reviewer must write root cause, resolution and type).
+Free text from the reviewer cannot open a section of its own: a line starting with ``#`` is
+escaped.
 """
 
 from __future__ import annotations
@@ -62,13 +64,26 @@ def render(
     access_tier: str,
     approved_at: str,
 ) -> str:
-    """The Markdown text of the postmortem that approving ``review`` writes."""
+    """The Markdown text of the postmortem that approving ``review`` writes.
+
+    Only what a person stated goes in: the reviewer's own fields, the alert or query as it came
+    in, and (approving a draft that names a precedent) "a recurrence of X" with X's title. The
+    draft's summary and hypothesis (verdict prose), its nearest-neighbour lists and the
+    precedent's mitigations (what was done in another incident) never do."""
     edits = edits or DraftEdits()
     draft: dict[str, Any] = review.draft
     request = review.request
     candidates = {c["doc_id"]: c for c in review.evidence.get("candidates") or []}
     cited = [d for d in draft.get("cited_incidents") or [] if d in candidates]
-    top = candidates[cited[0]] if cited else None
+    precedent = cited[0] if cited and not draft.get("novel") else None
+    top = candidates[precedent] if precedent else {}
+    # a title the injection scanner flagged is withheld from the draft: not copied here either
+    flagged_titles = {
+        w.get("doc_id")
+        for w in draft.get("withheld") or []
+        if isinstance(w, dict) and w.get("section") == "title"
+    }
+    top_title = "title withheld" if precedent in flagged_titles else str(top.get("title", ""))
     front: dict[str, Any] = {
         "id": postmortem_id(review.id),
         "title": " ".join((edits.title or _title(review)).split()),
@@ -78,13 +93,13 @@ def render(
         "severity": review.severity or "",
         "services": list(request.get("services") or []),
         "signals": list(request.get("signals") or []),
-        "type": (top or {}).get("type", "") if not draft.get("novel") else "",
+        "type": edits.type or top.get("type", ""),
         "provenance": PROVENANCE,
         "reviewer": reviewer,
         "review_id": review.id,
         "source_alert": request.get("fingerprint") or request.get("source"),
         "source_key": review.source_key,
-        "cited": cited,
+        "cited": [precedent] if precedent else [],
         "approved_at": approved_at,
     }
     symptoms = [request.get("display") or request["query"]]
@@ -92,25 +107,18 @@ def render(
         symptoms.append("Signals observed: " + ", ".join(request["signals"]) + ".")
     if request.get("services"):
         symptoms.append("Services: " + ", ".join(request["services"]) + ".")
-    mitigations = [f"- {m}" for m in draft.get("mitigations") or []]
-    resolution = edits.resolution or "\n".join(mitigations) or "Not recorded at approval."
-    # a title the injection scanner flagged is withheld from the draft: not copied here either
-    flagged_titles = {
-        w.get("doc_id")
-        for w in draft.get("withheld") or []
-        if isinstance(w, dict) and w.get("section") == "title"
-    }
-    precedents = [
-        f"- {d}: {'(title withheld)' if d in flagged_titles else candidates[d]['title']} "
-        f"(matched by {candidates[d]['matched_by']}, tier {candidates[d]['access_tier']})"
-        for d in cited
-    ]
+    recurrence = (
+        f"A recurrence of {precedent} ({top_title}), as the reviewer judged at approval; "
+        "its root cause is recorded there."
+        if precedent
+        else ""
+    )
     sections = [
-        ("Summary", edits.summary or draft.get("summary") or ""),
+        ("Summary", edits.summary or ""),
         ("Symptoms", "\n\n".join(symptoms)),
-        ("Root cause", edits.root_cause or edits.hypothesis or draft.get("hypothesis") or ""),
-        ("Resolution", resolution),
-        ("Cited precedents", "\n".join(precedents) or "None: approved as a new kind of incident."),
+        ("Root cause", edits.root_cause or edits.hypothesis or recurrence),
+        ("Resolution", edits.resolution or ""),
+        ("Cited precedents", f"- {precedent}: {top_title}" if precedent else ""),
     ]
     body = "\n\n".join(f"## {heading}\n\n{_escape(text)}" for heading, text in sections if text)
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000)

@@ -26,6 +26,7 @@ from seenbefore.config import Settings
 from seenbefore.errors import ConflictError, InputError, NotFoundError, StoreError
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.kb import KnowledgeBase
+from seenbefore.review import account
 from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
 from seenbefore.review.labels import record_label, top_label
 from seenbefore.review.models import DismissReason, DraftEdits, Review, request_to_dict
@@ -165,9 +166,12 @@ class ReviewWorkflow:
     def approve(
         self, review_id: str, *, reviewer: Principal, edits: DraftEdits | None = None
     ) -> Review:
-        """Approve the current draft (exactly once) and write it into the knowledge base."""
+        """Approve the current draft (exactly once) and write it into the knowledge base. A
+        draft that needs a person's account (no precedent, or a precedent already dismissed)
+        is refused with AccountRequired unless ``edits`` gives root cause, resolution and type."""
         reviewer.require("reviewer", "approve a review")
         review = self._decidable(review_id, reviewer)
+        edits = account.check(review, edits)
         approved_at = now()
         validate(
             render(

@@ -45,6 +45,7 @@ from seenbefore.service.routers import (
     anomalies,
     audit,
     detect,
+    docs,
     health,
     investigations,
     metrics,
@@ -262,6 +263,9 @@ def create_app(
             "role): give Prometheus one in its scrape config's `authorization`."
         ),
         lifespan=lifespan,
+        docs_url=None,  # served by routers/docs.py from the package: no CDN
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
     app.state.service = service
     errors.install(app)
@@ -277,6 +281,7 @@ def create_app(
         postmortems,
         audit,
         web,
+        docs,
     ):
         app.include_router(module.router)
     if door is not None:  # /mcp: a bearer token first, then the MCP server (service/mcp_door.py)

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seenbefore.errors import (
+    AccountRequired,
     AuthError,
     ConfigError,
     ConflictError,
@@ -34,6 +35,7 @@ PROBLEM_BASE = "urn:seenbefore:problem:"
 # Most specific first: the first class the error is an instance of decides.
 STATUS_BY_ERROR: tuple[tuple[type[SeenbeforeError], int, str], ...] = (
     (PostmortemInvalid, 422, "invalid-postmortem"),
+    (AccountRequired, 422, "account-required"),
     (InputError, 400, "invalid-input"),
     (AuthError, 401, "unauthenticated"),
     (ForbiddenError, 403, "forbidden"),
@@ -104,7 +106,10 @@ async def seenbefore_error(request: Request, exc: Exception) -> JSONResponse:
         detail = str(exc) if status == 503 else "the server could not complete the request"
     else:
         detail = str(exc)
-    return problem(status, slug, detail, _instance(request), headers=headers)
+    extra: dict[str, Any] = {}
+    if isinstance(exc, AccountRequired):  # the fields to write, for a client to ask for them
+        extra = {"missing": list(exc.missing), "why": exc.why}
+    return problem(status, slug, detail, _instance(request), headers=headers, extra=extra)
 
 
 async def validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -28,6 +28,12 @@ class Problem(BaseModel):
     detail: str
     instance: str
     errors: list[dict[str, Any]] | None = None
+    missing: list[str] | None = Field(
+        default=None,
+        description="account-required only: the fields still to write (root_cause, "
+        "resolution, type)",
+    )
+    why: str | None = Field(default=None, description="account-required only: why they are needed")
 
 
 class Health(BaseModel):
@@ -355,7 +361,8 @@ PROBLEM_DESCRIPTIONS = {
     404: "no such resource, or not visible to the caller's tiers (indistinguishable)",
     409: "conflicts with the current state (or an id held by a postmortem outside your tiers)",
     413: "the request body is over SEENBEFORE_MAX_REQUEST_BYTES (checked before parsing and auth)",
-    422: "the request body or parameters do not validate",
+    422: "the request body or parameters do not validate; or (account-required) the draft cannot "
+    "be approved as drafted and ``missing`` names what to write",
     429: "rate limited: see Retry-After",
     503: "the knowledge base or store is not usable right now",
 }

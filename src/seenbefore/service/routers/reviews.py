@@ -33,7 +33,12 @@ def list_reviews(
     "/{review_id}/approve",
     response_model=Review,
     summary="Approve a draft (optionally edited): it becomes a postmortem",
-    responses=problems(404, 409),
+    description="A draft whose verdict is 'no precedent', or whose precedent a reviewer "
+    "already dismissed, cannot be approved as drafted: give edits.root_cause (what it was), "
+    "edits.resolution (what fixed it) and edits.type (the failure mode), else the answer is "
+    "422 account-required with ``missing`` naming each field still to write. Only what a "
+    "person wrote is stored: never the draft's verdict prose or its nearest-neighbour lists.",
+    responses=problems(404, 409, 422),
 )
 def approve(review_id: str, app: App, who: Reviewer, body: ApproveIn | None = None) -> Review:
     return actions.approve(app, who, review_id, body.edits if body else None)

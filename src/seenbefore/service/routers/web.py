@@ -23,9 +23,11 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.templating import Jinja2Templates
 
 from seenbefore.core.confidence import verdict_of
-from seenbefore.errors import AuthError, InputError, SeenbeforeError
+from seenbefore.errors import AccountRequired, AuthError, InputError, SeenbeforeError
+from seenbefore.knowledge.failure_taxonomy import taxonomy
 from seenbefore.retrieval.hybrid import SearchOptions
-from seenbefore.review.models import DismissReason, DraftEdits
+from seenbefore.review import account
+from seenbefore.review.models import DismissReason, DraftEdits, Review
 from seenbefore.service import actions, queue_rows
 from seenbefore.service.deps import (
     Caller,
@@ -67,6 +69,7 @@ _env = jinja2.Environment(
 )
 _env.filters["clean"] = lambda value: sanitize_for_display("" if value is None else str(value))
 _env.filters["verdict"] = lambda record: verdict_of(record or {})  # the words every surface uses
+_env.filters["similarity"] = lambda score, top: queue_rows.similarity(float(score or 0), float(top))
 templates = Jinja2Templates(env=_env)
 
 AppDep = Annotated[Ready, Depends(ready)]
@@ -252,10 +255,24 @@ def review_page(request: Request, review_id: str, app: AppDep, who: WebCaller) -
         review = app.workflow.get(review_id, tiers=who.principal.tiers)
     except SeenbeforeError as exc:
         return error_page(request, who, exc)
-    return page(
-        request,
-        "review.html",
-        _context(who, r=review, reasons=REASONS, can_decide=who.principal.allows("reviewer")),
+    return page(request, "review.html", _review_context(who, review))
+
+
+def _review_context(
+    who: Caller, review: Review, *, error: str = "", values: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The review page: a draft that cannot be approved as drafted (review/account.py) gets
+    the short form asking for root cause, what fixed it and type instead of the button."""
+    return _context(
+        who,
+        r=review,
+        reasons=REASONS,
+        can_decide=who.principal.allows("reviewer"),
+        account_needed=account.reason(review) or "",
+        headline=queue_rows.precedent(review.draft or {}, review.evidence or {}),
+        account_error=error,
+        account_values=values or {},
+        failure_types=taxonomy().slugs,
     )
 
 
@@ -280,25 +297,28 @@ def approve(
     hypothesis: Annotated[str, Form(max_length=20000)] = "",
     root_cause: Annotated[str, Form(max_length=20000)] = "",
     resolution: Annotated[str, Form(max_length=20000)] = "",
+    failure_type: Annotated[str, Form(alias="type", max_length=200)] = "",
 ) -> Response:
     if who is None:
         return _login_redirect()
+    fields = {
+        "title": title,
+        "summary": summary,
+        "hypothesis": hypothesis,
+        "root_cause": root_cause,
+        "resolution": resolution,
+        "type": failure_type,
+    }
     try:
         same_origin(request)
         check_csrf(app, who, csrf_token)
         who.principal.require("reviewer", "approving a draft")
         current = app.workflow.get(review_id, tiers=who.principal.tiers)
-        edits = _edits(
-            current.draft,
-            {
-                "title": title,
-                "summary": summary,
-                "hypothesis": hypothesis,
-                "root_cause": root_cause,
-                "resolution": resolution,
-            },
-        )
-        actions.approve(app, who, review_id, edits)
+        try:
+            actions.approve(app, who, review_id, _edits(current.draft, fields))
+        except AccountRequired as exc:  # the form again, with what was written kept
+            context = _review_context(who, current, error=str(exc), values=fields)
+            return page(request, "review.html", context, status_code=422)
     except SeenbeforeError as exc:
         return error_page(request, who, exc)
     return RedirectResponse(f"/reviews/{review_id}", status_code=303)

@@ -1,0 +1,185 @@
+"""The terminal at 80 columns: `search --explain` keeps ids whole and says what "(both)" means,
+`token list` wraps between words, an empty store says it is empty, ingest off a terminal prints
+progress lines on stderr, and no help text loses a bracketed word to Rich markup."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from seenbefore.cli import explain, security
+from seenbefore.cli.app import app
+from seenbefore.cli.progress import LineProgress
+from seenbefore.security.tokens import TokenInfo
+from seenbefore.types import Candidate, GateReport, RetrieverHit, SearchResult
+from tests.conftest import EXAMPLES
+
+BRACKETED = re.compile(r"\[[A-Za-z][\w.-]*\]")
+
+
+def _commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [path]
+    if hasattr(group, "commands"):  # a group (typer's own click or the installed one)
+        for name, sub in group.commands.items():
+            found += _commands(sub, (*path, name))
+    return found
+
+
+def test_no_help_text_loses_a_bracketed_word() -> None:
+    """`detect --help` printed "( config)" for "([notify] config)": Rich read it as markup."""
+    root = typer.main.get_command(app)
+    checked = 0
+    for path in _commands(root):
+        command: Any = root
+        for name in path:
+            command = command.commands[name]
+        texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        wanted = {w for t in texts for w in BRACKETED.findall(t)}
+        if not wanted:
+            continue
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        flat = " ".join(result.output.replace("│", " ").split())
+        for word in wanted:
+            assert word in flat, (path, word)
+        checked += 1
+    assert checked >= 2  # detect --notify, notify's help at least
+
+
+def _result() -> SearchResult:
+    def cand(
+        doc_id: str, by: str, sparse: int | None, dense: int | None, score: float
+    ) -> Candidate:
+        hits = {}
+        if sparse is not None:
+            hits["sparse"] = RetrieverHit(rank=sparse, score=12.0 / sparse)
+        if dense is not None:
+            hits["dense"] = RetrieverHit(rank=dense, score=0.9 / dense)
+        return Candidate(
+            doc_id=doc_id, title="t", date=None, type="", status="current",
+            access_tier="general", services=(), score=score, snippet="s",
+            section_key="summary", chunk_id=1, matched_by=by, retrievers=hits,
+        )  # fmt: skip
+
+    return SearchResult(
+        query="q",
+        mode="hybrid",
+        candidates=(
+            cand("INC-2021-004-orders-db", "both", 1, 2, 0.0325),
+            cand("INC-2023-128", "sparse", 2, None, 0.0161),
+            cand("POSTMORTEM-2024-LONG-ID-77", "dense", None, 1, 0.0160),
+        ),
+        weights={"sparse": 1.0, "dense": 0.3},
+        rrf_k=60,
+        gate=GateReport(dense_trusted=True, reason="measured on 71 documents", weights_source="m"),
+        confidence=0.4321,
+        signals={"sparse_coverage": 1.0, "dense_cosine": 0.61, "agreement": 0.0},
+        timings={"sparse_ms": 0.7},
+    )
+
+
+def test_explain_keeps_ids_whole_at_80_columns(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    out = io.StringIO()
+    monkeypatch.setattr(explain, "console", Console(file=out, width=80, color_system=None))
+    explain.render_explain(_result())
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    rows = [line.split() for line in text.splitlines()]
+    # each row whole: rank, id, by, sparse rank · score, dense rank · score, fused
+    assert ["1", "INC-2021-004-orders-db", "both", "1", "·", "12.00", "2", "·", "0.45",
+            "0.03250"] in rows  # fmt: skip
+    assert ["2", "INC-2023-128", "sparse", "2", "·", "6.00", "-", "0.01610"] in rows
+    assert ["3", "POSTMORTEM-2024-LONG-ID-77", "dense", "-", "1", "·", "0.90", "0.01600"] in rows
+    assert (
+        "matched by: both = keywords and meaning: each retriever ranked it; sparse = keywords "
+        "(BM25) only; dense = meaning (embeddings) only"
+    ) in " ".join(text.split())
+    assert "at 0: agreement" in text and "timings: sparse 0.7 ms" in text
+
+
+def test_explain_says_why_dense_weighs_nothing(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    out = io.StringIO()
+    monkeypatch.setattr(explain, "console", Console(file=out, width=200, color_system=None))
+    result = _result()
+    untrusted = GateReport(dense_trusted=False, reason="no dense vectors: run `seenbefore reindex`",
+                           weights_source="floor")  # fmt: skip
+    explain.render_explain(
+        SearchResult(**{**result.__dict__, "weights": {"sparse": 1.0, "dense": 0.0}, "gate": untrusted})
+    )  # fmt: skip
+    assert (
+        "fused: sparse 1, dense 0 (reciprocal rank fusion, k = 60); dense weighs 0 because the "
+        "gate did not trust it: no dense vectors: run `seenbefore reindex`"
+    ) in out.getvalue()
+
+
+def test_token_list_wraps_between_words_at_80_columns() -> None:
+    infos = [
+        TokenInfo("tok_18ee8474a234", "alertmanager", "responder", ("general", "restricted"),
+                  "2026-12-04T16:19:18+00:00", None, "2026-12-04T16:22:03+00:00"),
+        TokenInfo("tok_9a18837af4e9", "ops", "admin", ("general",),
+                  "2026-12-04T16:19:20+00:00", "2026-12-05T08:01:00+00:00", None),
+    ]  # fmt: skip
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(security.token_table(infos, 80))
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = {w for line in lines for w in line.split()}
+    # every id, name, tier and figure whole: nothing folded mid-word
+    assert {"tok_18ee8474a234", "tok_9a18837af4e9", "alertmanager", "restricted"} <= words
+    assert {"2026-12-05", "08:01", "revoked", "2026-12-04", "16:22", "active", "never"} <= words
+    assert "created" not in words  # only from 100 columns
+    wide = io.StringIO()
+    Console(file=wide, width=120, color_system=None).print(security.token_table(infos, 120))
+    assert "created" in wide.getvalue() and "2026-12-04 16:19" in wide.getvalue()
+
+
+def run(home: Path, *args: str) -> tuple[int, str, str]:
+    env = {"SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER": "none", "COLUMNS": "80"}
+    result = CliRunner().invoke(app, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_an_empty_store_says_so_not_a_permissions_message(tmp_path: Path) -> None:
+    code, out, _ = run(tmp_path / "home", "search", "database pool exhausted")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert flat.startswith(
+        "no matching postmortems: the knowledge base is empty: ingest postmortems first "
+        "(seenbefore ingest PATH"
+    )
+    assert "tiers you hold" not in flat
+    code, out, _ = run(tmp_path / "home", "search", "database pool exhausted", "--json")
+    assert '"empty_because": "the knowledge base is empty' in out
+
+
+def test_ingest_off_a_terminal_prints_progress_lines_on_stderr(tmp_path: Path) -> None:
+    code, out, err = run(tmp_path / "home", "ingest", str(EXAMPLES))
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines and all(re.fullmatch(r".+: \d+(/\d+)? \((done, )?\d+ s\)", ln) for ln in lines)
+    assert re.search(r"^ingesting .+: 1/7\d \(0 s\)$", err, re.M)  # the first file
+    assert re.search(r": 7\d/7\d \(done, \d+ s\)$", err, re.M)  # and the last
+    assert "ingest summary" in out and "ingesting" not in out  # stdout keeps the result
+    _, _, quiet = run(tmp_path / "home", "ingest", str(EXAMPLES), "--json")
+    assert quiet == ""
+
+
+def test_line_progress_prints_first_every_interval_and_done() -> None:
+    now = [0.0]
+    lines: list[str] = []
+    bar = LineProgress(every_s=5.0, clock=lambda: now[0], write=lines.append)
+    task = bar.add_task("ingesting", total=None)
+    for step, t in enumerate([0.5, 1.0, 5.4, 6.0, 10.6, 11.0], 1):
+        now[0] = t
+        bar.update(task, completed=step, total=6, description=f"ingesting f{step}.md")
+    assert lines == [
+        "ingesting f1.md: 1/6 (0 s)",  # first move
+        "ingesting f4.md: 4/6 (6 s)",  # 5.5 s after the first line (5.4 s was 4.9 s after)
+        "ingesting f6.md: 6/6 (done, 11 s)",  # completion, whatever the interval
+    ]

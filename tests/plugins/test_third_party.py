@@ -101,7 +101,15 @@ def test_pip_installed_plugin_is_found_built_and_reached(installed: Path, tmp_pa
     out = tmp_path / "echo.jsonl"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(installed), str(repo)])}
     report = _run_child(CHECK, [str(out), str(tmp_path / "outbox.sqlite")], env, tmp_path)
-    assert report["notifiers"] == ["echo", "echo-broken", "opsgenie", "pagerduty", "slack", "teams"]
+    assert report["notifiers"] == [
+        "echo",
+        "echo-broken",
+        "jsm",
+        "opsgenie",
+        "pagerduty",
+        "slack",
+        "teams",
+    ]
     assert report["embedders"] == ["echo", "hashing", "minilm"]
     assert report["llm_clients"] == ["echo", "openai"]
     assert report["imported_before"] is False  # listing names imports no plugin

@@ -231,3 +231,21 @@ def test_cli_ingest_delete_and_restore_each_leave_an_audit_record(
     assert invoke("restore", str(backup), "--yes").exit_code == 0
     assert records()[-1]["action"] == "store.restore"
     assert invoke("audit", "verify").exit_code == 0
+
+
+def test_a_copy_verifies_elsewhere_only_under_the_key_that_chained_it(
+    backup: Path, home: Path, tmp_path: Path
+) -> None:
+    """`audit verify --key` checks a store whose home is not the one that keyed it (a backup
+    looked at elsewhere, or records migrated to PostgreSQL, whose chain is unkeyed)."""
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    shutil.copyfile(backup, other / "kb.sqlite")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SEENBEFORE_HOME", str(other))
+        bad = invoke("audit", "verify")
+        assert bad.exit_code == 1 and "audit key" in " ".join(bad.output.split())
+        good = invoke("audit", "verify", "--key", str(home / "audit.key"))
+        assert good.exit_code == 0, good.output
+        missing = invoke("audit", "verify", "--key", str(other / "nope.key"))
+        assert missing.exit_code == 2 and "no such audit key" in missing.output

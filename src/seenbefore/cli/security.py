@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -213,10 +214,25 @@ def audit(
 
 
 @audit_app.command("verify")
-def audit_verify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def audit_verify(
+    key: Annotated[
+        Path | None,
+        typer.Option(
+            "--key",
+            help="the audit.key to verify under (default: the one beside the store; give the "
+            "SQLite home's after `migrate --to` PostgreSQL, whose own chain is unkeyed)",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
     """Recompute the hash chain; exit 0 when intact, 1 naming the first bad record when not."""
+    from seenbefore.security import audit_key
+
+    given = audit_key.load(key) if key is not None else None
+    if key is not None and given is None:
+        raise InputError(f"--key {key}: no such audit key file; give the audit.key of a home")
     with open_store() as store:
-        result = AuditLog(store).verify()
+        result = (AuditLog(store, key=given) if key is not None else AuditLog(store)).verify()
     if as_json:
         print_json(result.to_json())
     elif result.ok:

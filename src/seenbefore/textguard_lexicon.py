@@ -1,0 +1,343 @@
+"""The injection guard's phrasing beyond English (issue 33): French, Spanish and German, and the
+phrasing of any language that addresses the person reading a draft rather than a model.
+
+:mod:`seenbefore.textguard` compiles these with its own rules (a literal space is a word gap:
+whitespace, or Markdown quote and emphasis marks) and matches them on its revealed copy of the
+text (NFKC, look-alikes folded, invisible characters dropped, letter-spacing collapsed). As in
+English, an imperative alone is not enough: SRE prose is full of them ("redémarrer les pods",
+"ignorar los 404", "ignorieren Sie die Warnung"). A pattern needs phrasing aimed at a model (an
+address: "note à l'IA", "si eres una IA", "Hinweis an die KI"), at its instructions
+("instructions précédentes", "instrucciones anteriores", "vorherigen Anweisungen"), at its
+output ("dans ta réponse, indique", "en tu respuesta", "in deiner Antwort"), or a demand on the
+reader that comes with a fake authority or an urgency ("IMPORTANT SYSTEM NOTICE ... the reviewer
+must approve this immediately").
+
+Each language's patterns are a dict by finding kind, so the benchmark (benchmarks/injection.py)
+reports per language. Standard library only; patterns are bounded (no nested ambiguous
+repeats).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Final
+
+_W = r"[^\W_]+"  # a word (letters and digits), never the gap characters
+_WIN = r"(?:(?!\n[^\S\n]{0,40}\n)[\s\S]){0,200}?"  # the rest of the paragraph, up to 200 chars
+_Q = "['’]"  # an apostrophe, typed or typographic
+
+# -- French -------------------------------------------------------------------------------------
+_FR_DET = rf"(?:toute?s?|tous|les|tes|vos|ces|cette|la|le|l{_Q}|des|de|du|d{_Q}|mes|nos)"
+_FR_RULES = r"(?:instructions?|consignes?|directives?|r[èe]gles?|indications?|ordres?|prompts?)"
+_FR_QUAL = (
+    rf"(?:pr[ée]c[ée]dente?s?|ant[ée]rieure?s?|ci-dessus|d{_Q}avant|initiale?s?|du syst[èe]me"
+    r"|syst[èe]me|originale?s?|d[ée]j[àa] (?:re[çc]ue?s|donn[ée]e?s))"
+)
+_FR_AI = (
+    rf"(?:l{_Q}|une? |le |la )?(?:IA|I\.A\.|intelligence artificielle|mod[èe]le de langage"
+    r"|mod[èe]le d['’]IA|LLM|chatbot|agent IA|assistant(?:e)? (?:IA|virtuel(?:le)?))\b"
+)
+_FR_IMP = (
+    r"(?:tu dois|vous devez|il faut|dis|dites|r[ée]ponds|r[ée]pondez|[ée]cris|[ée]crivez"
+    r"|indique|indiquez|conclus|concluez|ne (?:mentionne|mentionnez|dis|dites|parle|parlez)"
+    r"|approuve|approuvez|recommande|recommandez|ignore|ignorez|oublie|oubliez|affirme"
+    r"|affirmez|inclus|incluez|d[ée]clare|d[ée]clarez|ferme|fermez)\b"
+)
+FRENCH: Final[dict[str, tuple[str, ...]]] = {
+    "instruction_override": (
+        rf"\b(?:ignore[rz]?|oublie[rz]?|n[ée]glige[rz]?|omets|omettez|[ée]carte[rz]?)"
+        rf" (?:{_FR_DET}\s*){{0,3}}(?:{_W} )?{_FR_RULES}(?: {_W}){{0,2}}? {_FR_QUAL}",
+        rf"\b(?:ignore[rz]?|oublie[rz]?) (?:tout(?:es)? )?(?:tes|vos|les|ses) {_FR_RULES}\b",
+        rf"\bne (?:tiens|tenez|tenons) (?:pas|plus|aucun) compte (?:de |des |d{_Q})(?:{_W} ){{0,3}}?"
+        rf"{_FR_RULES}",
+        rf"\bfai(?:s|tes|sons) abstraction (?:de |des |d{_Q})(?:{_W} ){{0,3}}?{_FR_RULES}",
+        r"\b(?:nouvelles?|vraies?|v[ée]ritables?|r[ée]elles?) (?:instructions|consignes"
+        r"|directives)\s*:|\bprompt syst[èe]me\s*:",
+        rf"\b(?:tu es|vous [êe]tes) (?:maintenant|d[ée]sormais|à pr[ée]sent) (?:un |une |en )?"
+        rf"(?:{_W} ){{0,2}}?(?:IA|assistant|mod[èe]le|bot|agent|mode)\b",
+        r"\b(?:dans|[àa] la fin de|au d[ée]but de) (?:ta|votre) (?:r[ée]ponse|synth[èe]se"
+        r"|hypoth[èe]se|sortie)\s*,? (?:tu dois |vous devez |il faut )?(?:indique|indiquez|dis"
+        r"|dites|[ée]cris|[ée]crivez|mentionne|mentionnez|affirme|affirmez|conclus|concluez"
+        r"|inclus|incluez|ajoute|ajoutez|recommande|recommandez|r[ée]ponds|r[ée]pondez)\b",
+        r"\br[ée]pond(?:s|ez) (?:uniquement|seulement|simplement) (?:par|avec|«|\"|OK)",
+        rf"(?:\bnote (?:[àa]|pour) {_FR_AI}|\bsi (?:tu es|vous [êe]tes) {_FR_AI}"
+        rf"|\ben tant qu{_Q}(?:IA|assistant|mod[èe]le de langage)\b|^[\t\x20>*#-]*(?:[àa] )?"
+        rf"(?:l{_Q}IA|l{_Q}assistant)\s*:|\battention,? (?:[àa] |au |[àa] la )?{_FR_AI}"
+        rf"|\b(?:IA|assistant|mod[èe]le de langage) qui (?:lit|lis|traite|analyse|r[ée]sume"
+        rf"|re[çc]oit)\b){_WIN}\b{_FR_IMP}",
+    ),
+    "secret_request": (
+        r"\b(?:r[ée]v[èe]le|r[ée]v[ée]lez|affiche|affichez|montre|montrez|donne|donnez|envoie"
+        r"|envoyez|divulgue|divulguez|imprime|imprimez|recopie|recopiez|partage|partagez)"
+        rf"(?:-(?:moi|nous))? (?:{_W} ){{0,3}}?(?:tes|vos|ton|votre|ta) (?:{_W} ){{0,2}}?"
+        rf"(?:prompt|invite|instructions? syst[èe]me|cl[ée]s?(?: d{_Q}API| API| secr[èe]tes?)?"
+        rf"|secrets?|identifiants|mots de passe|jetons?|variables d{_Q}environnement)",
+    ),
+}
+
+# -- Spanish ------------------------------------------------------------------------------------
+_ES_DET = r"(?:todas?|todos|las|los|tus|sus|estas|esas|la|el|de|mis)"
+_ES_RULES = r"(?:instrucciones|indicaciones|directrices|reglas|[óo]rdenes|normas|prompts?)"
+_ES_QUAL = r"(?:anteriores|previas|precedentes|de arriba|iniciales|del sistema|originales)"
+_ES_AI = (
+    r"(?:la |una |el |un )?(?:IA|I\.A\.|inteligencia artificial|modelo de lenguaje"
+    r"|modelo de IA|LLM|chatbot|agente de IA|asistente (?:de IA|virtual))\b"
+)
+_ES_IMP = (
+    r"(?:debes|debe|deber[áa]s|tienes que|di|diga|dile|d[íi]gale|responde|responda|escribe"
+    r"|escriba|indica|indique|concluye|concluya|no (?:menciones|mencione|digas|diga|hables)"
+    r"|aprueba|apruebe|recomienda|recomiende|ignora|ignore|olvida|olvide|afirma|afirme|incluye"
+    r"|incluya|cierra|cierre)\b"
+)
+SPANISH: Final[dict[str, tuple[str, ...]]] = {
+    "instruction_override": (
+        r"\b(?:ignora|ignore|ignorad|ignorar|olvida|olvide|olvidad|olvidar|omite|omita|omitid"
+        rf"|omitir|descarta|descarte) (?:{_ES_DET} ){{0,3}}(?:{_W} )?{_ES_RULES}(?: {_W}){{0,2}}?"
+        rf" {_ES_QUAL}",
+        rf"\b(?:ignora|olvida|omite|ignore|olvide|omita)r? (?:todas )?(?:tus|sus) {_ES_RULES}\b",
+        rf"\b(?:haz|haga|hagan|haced) caso omiso (?:de|a) (?:{_W} ){{0,3}}?{_ES_RULES}",
+        r"\bnuevas (?:instrucciones|[óo]rdenes|directrices|indicaciones)\s*:"
+        r"|\bprompt del sistema\s*:",
+        rf"\b(?:ahora|a partir de ahora|desde ahora),? (?:eres|ser[áa]s|es usted) (?:un |una )?"
+        rf"(?:{_W} ){{0,2}}?(?:IA|asistente|modelo|bot|agente|modo)\b",
+        r"\b(?:en|al final de|al principio de) (?:tu|su) (?:respuesta|resumen|hip[óo]tesis"
+        r"|salida)\s*,? (?:debes |debe )?(?:indica|indique|di|diga|escribe|escriba|menciona"
+        r"|mencione|afirma|afirme|concluye|concluya|incluye|incluya|a[ñn]ade|a[ñn]ada|recomienda"
+        r"|recomiende|responde|responda)\b",
+        r"\bresponde(?:r|d)? (?:solo|solamente|[úu]nicamente) (?:con|«|\"|OK)",
+        rf"(?:\bnota (?:para|a) {_ES_AI}|\bnota (?:para|a)l asistente\b|\bsi (?:eres|es usted) "
+        rf"{_ES_AI}|\bsi (?:eres|es usted) (?:un )?asistente\b|\bcomo (?:IA|modelo de lenguaje"
+        r"|asistente de IA)\s*,?|^[\t\x20>*#-]*(?:a la IA|al asistente)\s*:"
+        rf"|\batenci[óo]n,? (?:a )?(?:la IA|al modelo|al asistente|{_ES_AI})"
+        r"|\b(?:IA|modelo|asistente) que (?:lea|lee|procese|procesa|analice|analiza|resuma"
+        rf"|resume)\b){_WIN}\b{_ES_IMP}",
+    ),
+    "secret_request": (
+        r"\b(?:revela|revele|muestra|muestre|dame|d[ée]me|env[íi]a|env[íi]e|imprime|imprima"
+        r"|comparte|comparta|filtra|filtre|escribe|escriba)"
+        rf" (?:{_W} ){{0,3}}?(?:tus|tu|sus|su) (?:{_W} ){{0,2}}?(?:prompt|instrucciones del sistema"
+        r"|claves?(?: de API)?|secretos?|credenciales|contrase[ñn]as|tokens?|variables de entorno)",
+    ),
+}
+
+# -- German -------------------------------------------------------------------------------------
+_DE_DET = (
+    r"(?:alle|allen|die|der|den|deine|deinen|Ihre|Ihren|s[äa]mtliche|jegliche|jede|diese|Sie"
+    r"|meine|unsere)"
+)
+_DE_RULES = (
+    r"(?:Anweisungen|Instruktionen|Regeln|Vorgaben|Richtlinien|Befehle|Anordnungen|Prompts?"
+    r"|Systemanweisungen|Systemprompts?)"
+)
+_DE_QUAL = r"(?:vorherigen|bisherigen|obigen|vorigen|fr[üu]heren|urspr[üu]nglichen|alten)"
+_DE_AI = (
+    r"(?:die |eine |das |den |dem |der |ein )?(?:KI|K\.I\.|k[üu]nstliche Intelligenz|Sprachmodell"
+    r"|KI-Modell|KI-Assistent(?:en)?|LLM|Chatbot|KI-Agent(?:en)?)\b"
+)
+_DE_IMP = (
+    r"(?:du musst|Sie m[üu]ssen|musst du|sollst du|sag|sage|sagen Sie|antworte|antworten Sie"
+    r"|schreib|schreibe|schreiben Sie|gib|geben Sie|folgere|erw[äa]hne|genehmige|genehmigen Sie"
+    r"|empfiehl|ignoriere|vergiss|behaupte|schlie[ßs]e)\b"
+)
+GERMAN: Final[dict[str, tuple[str, ...]]] = {
+    "instruction_override": (
+        r"\b(?:ignorier(?:e|en)?|vergiss|vergesst|vergessen Sie|missachte|missachten"
+        r"|[üu]bergeh(?:e|en)|verwirf|verwerfen)"
+        rf" (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?(?:{_W} )?{_DE_RULES}\b",
+        rf"\bsetze? (?:dich|euch|sich) [üu]ber (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?{_DE_RULES}"
+        r" hinweg\b",
+        r"\bneue (?:Anweisungen|Instruktionen|Befehle|Vorgaben|Regeln)\s*:|\bSystemprompt\s*:",
+        rf"\b(?:du bist|Sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:ein |eine )?(?:{_W} ){{0,2}}?"
+        r"(?:KI|Assistent|Modell|Bot|Agent|Modus)\b",
+        r"\b(?:gib|geben Sie|schreib|schreibe|schreiben Sie|sag|sage|sagen Sie|erw[äa]hne|nenne"
+        r"|f[üu]ge|empfiehl|behaupte|folgere)\b[^.\n]{0,40}\b(?:in|am (?:Anfang|Ende)) (?:deiner"
+        r"|Ihrer) (?:Antwort|Ausgabe|Zusammenfassung|Hypothese)\b|\bin (?:deiner|Ihrer)"
+        r" (?:Antwort|Ausgabe|Zusammenfassung),? (?:musst du|m[üu]ssen Sie|gib|schreib|sag)\b",
+        r"\bantworte(?:n Sie)? (?:nur|ausschlie[ßs]lich|lediglich) (?:mit|mit \"|OK)",
+        r"\bals (?:KI|Sprachmodell|KI-Assistent),? (?:musst|sollst|darfst) du\b",
+        rf"(?:\bHinweis (?:an|f[üu]r) {_DE_AI}|\bHinweis an den Assistenten\b|\bwenn (?:du|Sie) "
+        rf"{_DE_AI} (?:bist|sind)|\bals (?:KI|Sprachmodell|KI-Assistent)(?:\s*,| (?:musst|sollst"
+        rf"|darfst|wirst) du)|^[\t\x20>*#-]*an (?:die KI|den Assistenten)\s*:|\bAchtung,? "
+        rf"{_DE_AI}|\b(?:KI|Modell|Sprachmodell|Assistent),? (?:die|der|das) (?:dies|das|diesen"
+        rf"|dieses) (?:{_W} )?(?:liest|verarbeitet|zusammenfasst|analysiert)\b){_WIN}\b{_DE_IMP}",
+    ),
+    "secret_request": (
+        r"\b(?:zeig|zeige|zeigen Sie|gib|geben Sie|verrate|verraten Sie|nenne|sende|schicke"
+        rf"|drucke) (?:{_W} ){{0,3}}?(?:dein|deine|deinen|Ihr|Ihre|Ihren) (?:{_W} ){{0,2}}?"
+        r"(?:Systemprompt|System-Prompt|Prompt|Systemanweisungen|(?:API-)?Schl[üu]ssel"
+        r"|Geheimnisse|Zugangsdaten|Passw[öo]rter|Tokens?|Umgebungsvariablen)",
+    ),
+}
+
+# -- a demand on the reader, with a fake authority or urgency (every language) ------------------
+_NOTICE = (
+    r"(?:\b(?:(?:important|urgent|critical|official|mandatory|final) )?(?:system|security|admin"
+    r"|administrator|compliance|policy) (?:notice|message|alert|directive|override|instruction)\b"
+    r"|\b(?:avis|message|alerte|notification) (?:syst[èe]me|de s[ée]curit[ée]|officiel)\b"
+    r"|\baviso (?:importante )?(?:del sistema|de seguridad|oficial)\b"
+    r"|\b(?:System|Sicherheits)(?:hinweis|meldung|warnung)\b)"
+)
+_DEMAND = (
+    r"(?:\b(?:you|reviewers?|approvers?|the reviewer|on-?call|operators?) (?:must|should|are"
+    r" required to|need to|have to) (?:immediately |now |urgently )?(?:approve|accept|merge"
+    r"|sign off|close|dismiss|click|confirm|disable)\b"
+    r"|\b(?:vous devez|tu dois|(?:le|la) relect(?:eur|rice) doit|les relecteurs doivent|il faut)"
+    r" (?:imm[ée]diatement |maintenant )?(?:approuver|valider|accepter|fusionner|fermer|cliquer"
+    r"|confirmer|d[ée]sactiver)\b"
+    r"|\b(?:debes|debe|deben|tienes que|hay que|el revisor debe|los revisores deben)"
+    r" (?:aprobar|validar|aceptar|fusionar|cerrar|hacer clic|confirmar|desactivar)\b"
+    rf"|\b(?:Sie m[üu]ssen|du musst|(?:der|die) Reviewer(?:in)? (?:muss|m[üu]ssen)) (?:{_W} ){{0,4}}?"
+    r"(?:genehmigen|freigeben|akzeptieren|mergen|schlie[ßs]en|best[äa]tigen|deaktivieren)\b)"
+)
+# an approval in the imperative: the verb and its object here; textguard checks that it starts
+# a line, sentence or clause (AT_BEFORE, on the text before it), so "reviewers approve the
+# change" is no imperative
+_APPROVE = (
+    r"\b(?:approve|accept|merge|sign off on) (?:this|the) (?:draft|change|review|request|pr"
+    r"|pull request|deployment|hypothesis)\b"
+    r"|\bapprouve[rz]? (?:ce|cette|le|la) (?:brouillon|changement|modification|demande|revue)\b"
+    r"|\bapruebe?n? (?:este|esta|el|la) (?:borrador|cambio|solicitud|revisi[óo]n)\b"
+    r"|\bgenehmige(?:n Sie)? (?:diesen|diese|den|die) (?:Entwurf|[ÄA]nderung|Anfrage|Review)\b"
+)
+AT_BEFORE: Final = (
+    r"(?:^|[.!?:;>*(\[\"'`-])[\t\x20]*$|\b(?:please|now|just|simply|s['’]il vous pla[îi]t"
+    r"|por favor|bitte)\s+$"
+)
+_UNCHECKED = (
+    r"(?:immediately|right now|without (?:review|reviewing|checking|reading|delay|question)"
+    r"|imm[ée]diatement|sans (?:relecture|v[ée]rification|d[ée]lai|examen)|de inmediato"
+    r"|inmediatamente|sin (?:revisi[óo]n|revisar|comprobar|demora)|sofort|ohne (?:Pr[üu]fung"
+    r"|Review|zu pr[üu]fen|Verz[öo]gerung))"
+)
+READER: Final[dict[str, tuple[str, ...]]] = {
+    "instruction_override": (
+        r"\b(?:new|updated|revised|real) (?:system )?instructions (?:follow|below|are as follows)\b",
+    ),
+}
+# A demand on the reader is flagged with an urgency right after it (UNCHECKED, in the next
+# UNCHECKED_CHARS of its sentence) or a fake notice in the same paragraph, at most PAIR_CHARS
+# apart (either first). textguard matches them apart and pairs them, so no pattern scans a
+# window from every position.
+NOTICE: Final = _NOTICE
+DEMAND: Final = _DEMAND
+APPROVE: Final = _APPROVE
+UNCHECKED: Final = _UNCHECKED
+UNCHECKED_CHARS: Final = 60
+PAIR_CHARS: Final = 200
+
+LANGUAGES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
+    "fr": FRENCH,
+    "es": SPANISH,
+    "de": GERMAN,
+    "reader": READER,
+}
+# A language's patterns run only on text holding one of its common short words (a hostile
+# sentence in it always does; most English postmortems hold none, and skip its patterns).
+GATES: Final[dict[str, str]] = {
+    "fr": r"\b(?:les|des|une|est|pour|dans|avec|cette|vous|votre|sont|ces|qui|nous|tes|ton|aux"
+    r"|pas|la|le|de|du|tu|ta|tes|vos|toutes?)\b|\b[ldjq]['’][^\W\d_]",
+    "es": r"\b(?:las|los|del|para|una|que|con|por|eres|debes|como|esta|este|ahora|tus|sus|la"
+    r"|de|el|al|todas?)\b",
+    "de": r"\b(?:der|das|und|ist|nicht|mit|dem|ein|eine|einen|du|deine|dein|deinen|wenn|auf"
+    r"|f[üu]r|sich|jetzt|sind|wird|oder|alle|Sie|Ihre|Hinweis|zu|neue|Anweisungen)\b",
+    "reader": r".",
+}
+
+# -- letter-spaced text ---------------------------------------------------------------------------
+# A run such as "i g n o r e p r e v i o u s" has no word gaps left; its letters, run together
+# (lower case, accents removed), are searched for a verb of dismissal and a word for the rules.
+SPACED_VERBS: Final = (
+    "ignore",
+    "disregard",
+    "forget",
+    "override",
+    "bypass",
+    "oublie",
+    "olvida",
+    "omite",
+    "ignora",
+    "vergiss",
+    "missachte",
+    "ignoriere",
+    "reveal",
+    "revele",
+    "revela",
+)
+SPACED_TARGETS: Final = (
+    "instruction",
+    "prompt",
+    "rules",
+    "guidelines",
+    "consigne",
+    "regle",
+    "directive",
+    "instruccion",
+    "reglas",
+    "anweisung",
+    "regeln",
+    "vorgaben",
+    "systemprompt",
+)
+
+
+def squash(text: str) -> str:
+    """Letters only, lower case, accents removed: ``p r é c é d e n t`` -> ``precedent``."""
+    decomposed = unicodedata.normalize("NFD", text.casefold())
+    return "".join(ch for ch in decomposed if ch.isalpha() and unicodedata.category(ch) != "Mn")
+
+
+def spaced_instruction(run: str) -> bool:
+    """Whether a letter-spaced run, run together, dismisses or asks for instructions."""
+    letters = squash(run)
+    return any(v in letters for v in SPACED_VERBS) and any(t in letters for t in SPACED_TARGETS)
+
+
+def rx(pattern: str) -> re.Pattern[str]:
+    """Compile; each literal space means a word gap: whitespace (line breaks too) or Markdown quote
+    and emphasis marks. Inside a character class, patterns write a space as ``\\x20``."""
+    return re.compile(pattern.replace(" ", r"[\s>*_]+"), re.IGNORECASE | re.MULTILINE)
+
+
+_NOTICE_RX: Final = rx(NOTICE)
+_DEMAND_RX: Final = rx(DEMAND)
+_APPROVE_RX: Final = rx(APPROVE)
+_AT_BEFORE_RX: Final = rx(AT_BEFORE)
+_UNCHECKED_RX: Final = rx(UNCHECKED)
+_SENTENCE_TAIL: Final = re.compile(rf"[^.\n]{{0,{UNCHECKED_CHARS}}}")
+PARAGRAPH: Final = re.compile(r"\n[^\S\n]{0,40}\n")
+
+
+def _posted(notice: re.Match[str]) -> bool:
+    """A notice posted as one (its words in capitals, or a label: a colon, dash or '!' after
+    them), not one that prose mentions ("the system notice said ...")."""
+    letters = [ch for ch in notice[0] if ch.isalpha()]
+    after = notice.string[notice.end() : notice.end() + 3].lstrip()
+    return all(ch.isupper() for ch in letters) or after[:1] in (":", "!", "-", "—", "–")
+
+
+def demands_on_the_reader(clean: str) -> list[tuple[int, int]]:
+    """Spans of a demand on the reader ("you must approve", "approve this draft") that comes
+    with an urgency right after it ("... immediately", "without review") or a posted notice in
+    the same paragraph, at most PAIR_CHARS apart ("IMPORTANT SYSTEM NOTICE: ... the reviewer
+    must approve this")."""
+    demands = [m.span() for m in _DEMAND_RX.finditer(clean)] + [
+        m.span()
+        for m in _APPROVE_RX.finditer(clean)
+        if _AT_BEFORE_RX.search(clean[max(0, m.start() - 30) : m.start()])
+    ]
+    if not demands:
+        return []
+    notices = [m.span() for m in _NOTICE_RX.finditer(clean) if _posted(m)]
+    found = []
+    for d_start, d_end in demands:
+        tail = _SENTENCE_TAIL.match(clean, d_end)
+        urgent = _UNCHECKED_RX.search(tail[0]) if tail else None
+        if urgent:
+            found.append((d_start, d_end + urgent.end()))
+        for n_start, n_end in notices:
+            lo, hi = min(n_start, d_start), max(n_end, d_end)
+            gap = clean[min(n_end, d_end) : max(n_start, d_start)]
+            if len(gap) <= PAIR_CHARS and not PARAGRAPH.search(gap):
+                found.append((lo, hi))
+    return found

@@ -312,19 +312,35 @@ def _reveal(text: str, *, join_spaced: bool = True) -> tuple[str, list[int]]:
     dropped, NFKC per character (fullwidth letters become ASCII), Cyrillic, Greek and Armenian
     look-alikes folded to Latin, letter-spaced words joined (``i g n o r e  a l l`` reads
     ``ignore all``); with, for each character and one past the end, its offset in ``text``."""
-    if text.isascii():
-        out, where = text, list(range(len(text) + 1))
+    replaced = _replacements(text)
+    if all(len(v) == 1 for v in replaced.values()):  # one character for one: offsets unchanged
+        out = text.translate(str.maketrans(replaced)) if replaced else text
+        where = list(range(len(text) + 1))
     else:
         chars: list[str] = []
         where = []
         for i, ch in enumerate(text):
-            if ord(ch) > 127 and unicodedata.category(ch) == "Cf":
-                continue
-            norm = unicodedata.normalize("NFKC", ch).translate(_LOOKALIKES) if ord(ch) > 127 else ch
+            norm = replaced.get(ch, ch)
             chars.append(norm)
             where.extend([i] * len(norm))
         out, where = "".join(chars), [*where, len(text)]
     return _unspace(out, where) if join_spaced else (out, where)
+
+
+def _replacements(text: str) -> dict[str, str]:
+    """What each distinct non-ASCII character of ``text`` becomes (only those that change):
+    format characters nothing, others their NFKC form with look-alikes folded."""
+    if text.isascii():
+        return {}
+    out = {}
+    for ch in {c for c in text if ord(c) > 127}:
+        if unicodedata.category(ch) == "Cf":
+            out[ch] = ""
+            continue
+        norm = unicodedata.normalize("NFKC", ch).translate(_LOOKALIKES)
+        if norm != ch:
+            out[ch] = norm
+    return out
 
 
 def _unspace(text: str, where: list[int]) -> tuple[str, list[int]]:

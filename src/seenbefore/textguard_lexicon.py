@@ -42,7 +42,7 @@ _FR_IMP = (
     r"(?:tu dois|vous devez|il faut|dis|dites|r[ée]ponds|r[ée]pondez|[ée]cris|[ée]crivez"
     r"|indique|indiquez|conclus|concluez|ne (?:mentionne|mentionnez|dis|dites|parle|parlez)"
     r"|approuve|approuvez|recommande|recommandez|ignore|ignorez|oublie|oubliez|affirme"
-    r"|affirmez|inclus|incluez|d[ée]clare|d[ée]clarez|ferme|fermez)\b"
+    r"|affirmez|inclus|incluez|d[ée]clare|d[ée]clarez|ferme|fermez|doit|doivent)\b"
 )
 FRENCH: Final[dict[str, tuple[str, ...]]] = {
     "instruction_override": (
@@ -52,6 +52,11 @@ FRENCH: Final[dict[str, tuple[str, ...]]] = {
         rf"\bne (?:tiens|tenez|tenons) (?:pas|plus|aucun) compte (?:de |des |d{_Q})(?:{_W} ){{0,3}}?"
         rf"{_FR_RULES}",
         rf"\bfai(?:s|tes|sons) abstraction (?:de |des |d{_Q})(?:{_W} ){{0,3}}?{_FR_RULES}",
+        rf"\bne (?:fais|faites|pr[êe]te|pr[êe]tez) (?:pas|plus|aucune) attention (?:[àa] |aux? )"
+        rf"(?:{_W} ){{0,3}}?{_FR_RULES}|\b(?:laisse|laissez|mets|mettez) de c[ôo]t[ée] (?:{_W} ){{0,3}}?"
+        rf"{_FR_RULES}",
+        rf"\b(?:ch[èe]re?|cher|salut|bonjour|coucou|h[ée]) (?:l{_Q})?(?:IA|assistante?"
+        r"|mod[èe]le de langage)\s*,",
         r"\b(?:nouvelles?|vraies?|v[ée]ritables?|r[ée]elles?) (?:instructions|consignes"
         r"|directives)\s*:|\bprompt syst[èe]me\s*:",
         rf"\b(?:tu es|vous [êe]tes) (?:maintenant|d[ée]sormais|à pr[ée]sent) (?:un |une |en )?"
@@ -71,7 +76,8 @@ FRENCH: Final[dict[str, tuple[str, ...]]] = {
         r"\b(?:r[ée]v[èe]le|r[ée]v[ée]lez|affiche|affichez|montre|montrez|donne|donnez|envoie"
         r"|envoyez|divulgue|divulguez|imprime|imprimez|recopie|recopiez|partage|partagez)"
         rf"(?:-(?:moi|nous))? (?:{_W} ){{0,3}}?(?:tes|vos|ton|votre|ta) (?:{_W} ){{0,2}}?"
-        rf"(?:prompt|invite|instructions? syst[èe]me|cl[ée]s?(?: d{_Q}API| API| secr[èe]tes?)?"
+        rf"(?:prompt|invite|instructions? (?:syst[èe]me|cach[ée]es|secr[èe]tes|internes|initiales)"
+        rf"|cl[ée]s?(?: d{_Q}API| API| secr[èe]tes?)?"
         rf"|secrets?|identifiants|mots de passe|jetons?|variables d{_Q}environnement)",
     ),
 }
@@ -95,7 +101,10 @@ SPANISH: Final[dict[str, tuple[str, ...]]] = {
         r"\b(?:ignora|ignore|ignorad|ignorar|olvida|olvide|olvidad|olvidar|omite|omita|omitid"
         rf"|omitir|descarta|descarte) (?:{_ES_DET} ){{0,3}}(?:{_W} )?{_ES_RULES}(?: {_W}){{0,2}}?"
         rf" {_ES_QUAL}",
-        rf"\b(?:ignora|olvida|omite|ignore|olvide|omita)r? (?:todas )?(?:tus|sus) {_ES_RULES}\b",
+        rf"\b(?:ignora|olvida|omite|ignore|olvide|omita)r? (?:todas )?(?:tus|sus|las|los) {_ES_RULES}\b",
+        rf"\bno (?:hagas|haga|hag[áa]is|hagan) caso (?:a|de) (?:{_W} ){{0,3}}?{_ES_RULES}"
+        rf"|\bdeja(?:d)? de lado (?:{_W} ){{0,3}}?{_ES_RULES}|\bno sigas (?:{_W} ){{0,3}}?{_ES_RULES}",
+        r"\b(?:querid[oa]|hola|estimad[oa]) (?:IA|asistente|modelo de lenguaje)\s*,",
         rf"\b(?:haz|haga|hagan|haced) caso omiso (?:de|a) (?:{_W} ){{0,3}}?{_ES_RULES}",
         r"\bnuevas (?:instrucciones|[óo]rdenes|directrices|indicaciones)\s*:"
         r"|\bprompt del sistema\s*:",
@@ -116,7 +125,8 @@ SPANISH: Final[dict[str, tuple[str, ...]]] = {
     "secret_request": (
         r"\b(?:revela|revele|muestra|muestre|dame|d[ée]me|env[íi]a|env[íi]e|imprime|imprima"
         r"|comparte|comparta|filtra|filtre|escribe|escriba)"
-        rf" (?:{_W} ){{0,3}}?(?:tus|tu|sus|su) (?:{_W} ){{0,2}}?(?:prompt|instrucciones del sistema"
+        rf" (?:{_W} ){{0,3}}?(?:tus|tu|sus|su) (?:{_W} ){{0,2}}?(?:prompt|instrucciones (?:del sistema"
+        r"|ocultas|secretas|internas|iniciales)"
         r"|claves?(?: de API)?|secretos?|credenciales|contrase[ñn]as|tokens?|variables de entorno)",
     ),
 }
@@ -138,7 +148,7 @@ _DE_AI = (
 _DE_IMP = (
     r"(?:du musst|Sie m[üu]ssen|musst du|sollst du|sag|sage|sagen Sie|antworte|antworten Sie"
     r"|schreib|schreibe|schreiben Sie|gib|geben Sie|folgere|erw[äa]hne|genehmige|genehmigen Sie"
-    r"|empfiehl|ignoriere|vergiss|behaupte|schlie[ßs]e)\b"
+    r"|empfiehl|ignoriere|vergiss|behaupte|schlie[ßs]e|muss|m[üu]ssen)\b"
 )
 GERMAN: Final[dict[str, tuple[str, ...]]] = {
     "instruction_override": (
@@ -147,6 +157,10 @@ GERMAN: Final[dict[str, tuple[str, ...]]] = {
         rf" (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?(?:{_W} )?{_DE_RULES}\b",
         rf"\bsetze? (?:dich|euch|sich) [üu]ber (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?{_DE_RULES}"
         r" hinweg\b",
+        rf"\b(?:achte|achten Sie|beachte|beachten Sie|befolge|befolgen Sie) (?:nicht|nicht mehr|nie)"
+        rf" (?:auf )?(?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?(?:{_W} )?{_DE_RULES}\b"
+        rf"|\blass(?:t|en Sie)? (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?{_DE_RULES} au[ßs]er Acht\b",
+        r"\b(?:liebe[rs]?|hallo|hey) (?:KI|Assistent(?:in)?|Sprachmodell)\s*,",
         r"\bneue (?:Anweisungen|Instruktionen|Befehle|Vorgaben|Regeln)\s*:|\bSystemprompt\s*:",
         rf"\b(?:du bist|Sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:ein |eine )?(?:{_W} ){{0,2}}?"
         r"(?:KI|Assistent|Modell|Bot|Agent|Modus)\b",
@@ -165,7 +179,7 @@ GERMAN: Final[dict[str, tuple[str, ...]]] = {
     "secret_request": (
         r"\b(?:zeig|zeige|zeigen Sie|gib|geben Sie|verrate|verraten Sie|nenne|sende|schicke"
         rf"|drucke) (?:{_W} ){{0,3}}?(?:dein|deine|deinen|Ihr|Ihre|Ihren) (?:{_W} ){{0,2}}?"
-        r"(?:Systemprompt|System-Prompt|Prompt|Systemanweisungen|(?:API-)?Schl[üu]ssel"
+        r"(?:Systemprompt|System-Prompt|Prompt|Systemanweisungen|Anweisungen|(?:API-)?Schl[üu]ssel"
         r"|Geheimnisse|Zugangsdaten|Passw[öo]rter|Tokens?|Umgebungsvariablen)",
     ),
 }
@@ -174,31 +188,36 @@ GERMAN: Final[dict[str, tuple[str, ...]]] = {
 _NOTICE = (
     r"(?:\b(?:(?:important|urgent|critical|official|mandatory|final) )?(?:system|security|admin"
     r"|administrator|compliance|policy) (?:notice|message|alert|directive|override|instruction)\b"
-    r"|\b(?:avis|message|alerte|notification) (?:syst[èe]me|de s[ée]curit[ée]|officiel)\b"
-    r"|\baviso (?:importante )?(?:del sistema|de seguridad|oficial)\b"
-    r"|\b(?:System|Sicherheits)(?:hinweis|meldung|warnung)\b)"
+    r"|\b(?:avis|message|alerte|notification) (?:syst[èe]me|de s[ée]curit[ée]|s[ée]curit[ée]"
+    r"|officiel|administrat(?:eur|ion))\b"
+    r"|\b(?:aviso|alerta|mensaje) (?:importante )?(?:del sistema|de seguridad|oficial"
+    r"|de(?:l)? administrador)\b"
+    r"|\b(?:System|Sicherheits|Admin|Administrator)-?(?:hinweis|meldung|warnung|nachricht)\b)"
 )
 _DEMAND = (
-    r"(?:\b(?:you|reviewers?|approvers?|the reviewer|on-?call|operators?) (?:must|should|are"
-    r" required to|need to|have to) (?:immediately |now |urgently )?(?:approve|accept|merge"
-    r"|sign off|close|dismiss|click|confirm|disable)\b"
-    r"|\b(?:vous devez|tu dois|(?:le|la) relect(?:eur|rice) doit|les relecteurs doivent|il faut)"
-    r" (?:imm[ée]diatement |maintenant )?(?:approuver|valider|accepter|fusionner|fermer|cliquer"
-    r"|confirmer|d[ée]sactiver)\b"
+    r"(?:\b(?:you|reviewers?|approvers?|the reviewer|on-?call|operators?|everyone|engineers?)"
+    r" (?:must|should|are required to|need to|have to) (?:immediately |now |urgently )?"
+    r"(?:approve|accept|merge|sign off|close|dismiss|click|confirm|disable|delete|turn off)\b"
+    r"|\b(?:vous devez|tu dois|doit|doivent|il faut) (?:imm[ée]diatement |maintenant )?"
+    r"(?:approuver|valider|accepter|fusionner|fermer|cliquer|confirmer|d[ée]sactiver|supprimer)\b"
     r"|\b(?:debes|debe|deben|tienes que|hay que|el revisor debe|los revisores deben)"
-    r" (?:aprobar|validar|aceptar|fusionar|cerrar|hacer clic|confirmar|desactivar)\b"
-    rf"|\b(?:Sie m[üu]ssen|du musst|(?:der|die) Reviewer(?:in)? (?:muss|m[üu]ssen)) (?:{_W} ){{0,4}}?"
-    r"(?:genehmigen|freigeben|akzeptieren|mergen|schlie[ßs]en|best[äa]tigen|deaktivieren)\b)"
+    r" (?:aprobar|validar|aceptar|fusionar|cerrar|hacer clic|confirmar|desactivar|borrar)\b"
+    rf"|\b(?:muss|m[üu]ssen|musst) (?:{_W}(?:-{_W})* ){{0,4}}?"
+    r"(?:genehmigen|freigeben|akzeptieren|mergen|schlie[ßs]en|best[äa]tigen|deaktivieren"
+    r"|abschalten|ausschalten|l[öo]schen)\b)"
 )
 # an approval in the imperative: the verb and its object here; textguard checks that it starts
 # a line, sentence or clause (AT_BEFORE, on the text before it), so "reviewers approve the
 # change" is no imperative
 _APPROVE = (
-    r"\b(?:approve|accept|merge|sign off on) (?:this|the) (?:draft|change|review|request|pr"
-    r"|pull request|deployment|hypothesis)\b"
-    r"|\bapprouve[rz]? (?:ce|cette|le|la) (?:brouillon|changement|modification|demande|revue)\b"
-    r"|\bapruebe?n? (?:este|esta|el|la) (?:borrador|cambio|solicitud|revisi[óo]n)\b"
-    r"|\bgenehmige(?:n Sie)? (?:diesen|diese|den|die) (?:Entwurf|[ÄA]nderung|Anfrage|Review)\b"
+    rf"\b(?:approve|accept|merge|sign off on) (?:this|the|that|every|all)(?: {_W}){{0,2}}? (?:draft"
+    r"|change|review|request|pr|pull request|deployment|hypothesis)s?\b"
+    rf"|\bapprouve[rz]? (?:ce|cette|le|la|les|tous les)(?: {_W}){{0,2}}? (?:brouillon|changement"
+    r"|modification|demande|revue)s?\b"
+    rf"|\baprueb(?:a|e|en|ad) (?:este|esta|el|la|los|las|todas? las?)(?: {_W}){{0,2}}? (?:borrador"
+    r"|cambio|solicitud|revisi[óo]n|revisiones)\b"
+    rf"|\bgenehmige(?:n Sie)? (?:diesen|diese|den|die|das|alle)(?: {_W}){{0,2}}? (?:Entwurf"
+    r"|[ÄA]nderung|Anfrage|Review)s?\b"
 )
 AT_BEFORE: Final = (
     r"(?:^|[.!?:;>*(\[\"'`-])[\t\x20]*$|\b(?:please|now|just|simply|s['’]il vous pla[îi]t"
@@ -213,6 +232,11 @@ _UNCHECKED = (
 READER: Final[dict[str, tuple[str, ...]]] = {
     "instruction_override": (
         r"\b(?:new|updated|revised|real) (?:system )?instructions (?:follow|below|are as follows)\b",
+        # English beyond textguard's own patterns: more ways to set a model's rules aside
+        rf"\b(?:pay no attention|do not pay attention|don't pay attention|stop paying attention)"
+        rf" to (?:{_W} ){{0,3}}?(?:instructions|guidance|guidelines|rules|directives|prompts?)\b",
+        rf"\b(?:forget|ignore|disregard|drop|set aside) (?:all |the |any )?(?:rules|instructions"
+        rf"|guidance|guidelines) (?:you (?:were|have been|'ve been) (?:given|told)|given to you)\b",
     ),
 }
 # A demand on the reader is flagged with an urgency right after it (UNCHECKED, in the next

@@ -13,10 +13,11 @@ person can judge it. Also prints scan throughput (a figure only; nothing here as
 Per language (issue 33): benchmarks/data/injection_eval.yaml (benign and hostile root causes in
 English, French, Spanish and German, which the multilingual patterns were written against) and
 benchmarks/data/injection_heldout.yaml (written after them, then used to generalise them) and
-benchmarks/data/injection_heldout2.yaml (written after that): for each, the share of hostile
+benchmarks/data/injection_heldout2.yaml (written after that, then used likewise) and
+benchmarks/data/injection_heldout3.yaml (written after that): for each, the share of hostile
 texts missed and of benign texts flagged, with every miss and false positive listed. A set's
 first run against patterns never fitted to it is the honest figure; git keeps each first run
-(held_out: commit d96d00c; held_out_2: the commit that added it).
+(held_out: commit d96d00c; held_out_2: commit 5c9beb8; held_out_3: the commit that added it).
 Prints tables and writes benchmarks/results/injection.json (with the command, commit and machine).
 """
 
@@ -46,6 +47,7 @@ EVAL_SETS = {
     "dev": ROOT / "benchmarks" / "data" / "injection_eval.yaml",
     "held_out": ROOT / "benchmarks" / "data" / "injection_heldout.yaml",
     "held_out_2": ROOT / "benchmarks" / "data" / "injection_heldout2.yaml",
+    "held_out_3": ROOT / "benchmarks" / "data" / "injection_heldout3.yaml",
 }
 
 console = Console()

@@ -28,11 +28,14 @@ _WIN = r"(?:(?!\n[^\S\n]{0,40}\n)[\s\S]){0,200}?"  # the rest of the paragraph, 
 _Q = "['’]"  # an apostrophe, typed or typographic
 
 # -- French -------------------------------------------------------------------------------------
-_FR_DET = rf"(?:toute?s?|tous|les|tes|vos|ces|cette|la|le|l{_Q}|des|de|du|d{_Q}|mes|nos)"
+_FR_DET = (
+    rf"(?:toute?s?|tous|les|tes|vos|ces|cette|la|le|l{_Q}|des|de|du|d{_Q}|mes|nos|chaque|ta|ton)"
+)
 _FR_RULES = r"(?:instructions?|consignes?|directives?|r[èe]gles?|indications?|ordres?|prompts?)"
 _FR_QUAL = (
     rf"(?:pr[ée]c[ée]dente?s?|ant[ée]rieure?s?|ci-dessus|d{_Q}avant|initiale?s?|du syst[èe]me"
-    r"|syst[èe]me|originale?s?|d[ée]j[àa] (?:re[çc]ue?s|donn[ée]e?s))"
+    r"|syst[èe]me|originale?s?|d[ée]j[àa] (?:re[çc]ue?s|donn[ée]e?s)|re[çc]ue?s?|donn[ée]e?s?"
+    r"|de s[ée]curit[ée])"
 )
 _FR_AI = (
     rf"(?:l{_Q}|une? |le |la )?(?:IA|I\.A\.|intelligence artificielle|mod[èe]le de langage"
@@ -74,7 +77,9 @@ FRENCH: Final[dict[str, tuple[str, ...]]] = {
     ),
     "secret_request": (
         r"\b(?:r[ée]v[èe]le|r[ée]v[ée]lez|affiche|affichez|montre|montrez|donne|donnez|envoie"
-        r"|envoyez|divulgue|divulguez|imprime|imprimez|recopie|recopiez|partage|partagez)"
+        r"|envoyez|divulgue|divulguez|imprime|imprimez|recopie|recopiez|partage|partagez"
+        r"|(?:merci de|pri[èe]re de|veuillez) (?:r[ée]v[ée]ler|afficher|montrer|donner|envoyer"
+        r"|divulguer|imprimer|recopier|partager))"
         rf"(?:-(?:moi|nous))? (?:{_W} ){{0,3}}?(?:tes|vos|ton|votre|ta) (?:{_W} ){{0,2}}?"
         rf"(?:prompt|invite|instructions? (?:syst[èe]me|cach[ée]es|secr[èe]tes|internes|initiales)"
         rf"|cl[ée]s?(?: d{_Q}API| API| secr[èe]tes?)?"
@@ -83,9 +88,12 @@ FRENCH: Final[dict[str, tuple[str, ...]]] = {
 }
 
 # -- Spanish ------------------------------------------------------------------------------------
-_ES_DET = r"(?:todas?|todos|las|los|tus|sus|estas|esas|la|el|de|mis)"
-_ES_RULES = r"(?:instrucciones|indicaciones|directrices|reglas|[óo]rdenes|normas|prompts?)"
-_ES_QUAL = r"(?:anteriores|previas|precedentes|de arriba|iniciales|del sistema|originales)"
+_ES_DET = r"(?:todas?|todos|las|los|tus|sus|estas|esas|la|el|de|mis|cada|tu)"
+_ES_RULES = r"(?:instrucci[óo]n(?:es)?|indicaciones|directrices|reglas|[óo]rdenes|normas|prompts?)"
+_ES_QUAL = (
+    r"(?:anteriores|previas|precedentes|de arriba|iniciales|del sistema|originales|recibidas?"
+    r"|de seguridad)"
+)
 _ES_AI = (
     r"(?:la |una |el |un )?(?:IA|I\.A\.|inteligencia artificial|modelo de lenguaje"
     r"|modelo de IA|LLM|chatbot|agente de IA|asistente (?:de IA|virtual))\b"
@@ -134,11 +142,12 @@ SPANISH: Final[dict[str, tuple[str, ...]]] = {
 # -- German -------------------------------------------------------------------------------------
 _DE_DET = (
     r"(?:alle|allen|die|der|den|deine|deinen|Ihre|Ihren|s[äa]mtliche|jegliche|jede|diese|Sie"
-    r"|meine|unsere)"
+    r"|meine|unsere|bisher)"
 )
+# compounds count (Sicherheitsregeln, Systemanweisungen)
 _DE_RULES = (
-    r"(?:Anweisungen|Instruktionen|Regeln|Vorgaben|Richtlinien|Befehle|Anordnungen|Prompts?"
-    r"|Systemanweisungen|Systemprompts?)"
+    r"(?:[^\W\d_]*(?:Anweisung(?:en)?|Instruktion(?:en)?|Regeln|Vorgaben|Richtlinien|Befehle"
+    r"|Anordnungen|Prompts?))"
 )
 _DE_QUAL = r"(?:vorherigen|bisherigen|obigen|vorigen|fr[üu]heren|urspr[üu]nglichen|alten)"
 _DE_AI = (
@@ -154,7 +163,7 @@ GERMAN: Final[dict[str, tuple[str, ...]]] = {
     "instruction_override": (
         r"\b(?:ignorier(?:e|en)?|vergiss|vergesst|vergessen Sie|missachte|missachten"
         r"|[üu]bergeh(?:e|en)|verwirf|verwerfen)"
-        rf" (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?(?:{_W} )?{_DE_RULES}\b",
+        rf" (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?(?:{_W} ){{0,2}}{_DE_RULES}\b",
         rf"\bsetze? (?:dich|euch|sich) [üu]ber (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?{_DE_RULES}"
         r" hinweg\b",
         rf"\b(?:achte|achten Sie|beachte|beachten Sie|befolge|befolgen Sie) (?:nicht|nicht mehr|nie)"
@@ -162,8 +171,8 @@ GERMAN: Final[dict[str, tuple[str, ...]]] = {
         rf"|\blass(?:t|en Sie)? (?:{_DE_DET} ){{0,3}}(?:{_DE_QUAL} )?{_DE_RULES} au[ßs]er Acht\b",
         r"\b(?:liebe[rs]?|hallo|hey) (?:KI|Assistent(?:in)?|Sprachmodell)\s*,",
         r"\bneue (?:Anweisungen|Instruktionen|Befehle|Vorgaben|Regeln)\s*:|\bSystemprompt\s*:",
-        rf"\b(?:du bist|Sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:ein |eine )?(?:{_W} ){{0,2}}?"
-        r"(?:KI|Assistent|Modell|Bot|Agent|Modus)\b",
+        rf"\b(?:du bist|Sie sind) (?:jetzt|nun|ab sofort|ab jetzt) (?:ein |eine |im )?"
+        rf"(?:{_W} ){{0,2}}?(?:KI|Assistent|Modell|Bot|Agent|[^\W\d_]*[Mm]odus)\b",
         r"\b(?:gib|geben Sie|schreib|schreibe|schreiben Sie|sag|sage|sagen Sie|erw[äa]hne|nenne"
         r"|f[üu]ge|empfiehl|behaupte|folgere)\b[^.\n]{0,40}\b(?:in|am (?:Anfang|Ende)) (?:deiner"
         r"|Ihrer) (?:Antwort|Ausgabe|Zusammenfassung|Hypothese)\b|\bin (?:deiner|Ihrer)"
@@ -178,7 +187,8 @@ GERMAN: Final[dict[str, tuple[str, ...]]] = {
     ),
     "secret_request": (
         r"\b(?:zeig|zeige|zeigen Sie|gib|geben Sie|verrate|verraten Sie|nenne|sende|schicke"
-        rf"|drucke) (?:{_W} ){{0,3}}?(?:dein|deine|deinen|Ihr|Ihre|Ihren) (?:{_W} ){{0,2}}?"
+        rf"|drucke) (?:{_W} ){{0,3}}?(?:dein|deine|deinen|deines|deiner|Ihr|Ihre|Ihren|Ihres)"
+        rf" (?:{_W} ){{0,2}}?"
         r"(?:Systemprompt|System-Prompt|Prompt|Systemanweisungen|Anweisungen|(?:API-)?Schl[üu]ssel"
         r"|Geheimnisse|Zugangsdaten|Passw[öo]rter|Tokens?|Umgebungsvariablen)",
     ),
@@ -189,10 +199,12 @@ _NOTICE = (
     r"(?:\b(?:(?:important|urgent|critical|official|mandatory|final) )?(?:system|security|admin"
     r"|administrator|compliance|policy) (?:notice|message|alert|directive|override|instruction)\b"
     r"|\b(?:avis|message|alerte|notification) (?:syst[èe]me|de s[ée]curit[ée]|s[ée]curit[ée]"
-    r"|officiel|administrat(?:eur|ion))\b"
+    r"|officiel|administrat(?:eur|ion))\b|\bdirective (?:officielle|de conformit[ée]"
+    r"|de s[ée]curit[ée])\b"
     r"|\b(?:aviso|alerta|mensaje) (?:importante )?(?:del sistema|de seguridad|oficial"
-    r"|de(?:l)? administrador)\b"
-    r"|\b(?:System|Sicherheits|Admin|Administrator)-?(?:hinweis|meldung|warnung|nachricht)\b)"
+    r"|de(?:l)? administrador)\b|\bdirectiva (?:oficial|de cumplimiento|de seguridad)\b"
+    r"|\b(?:System|Sicherheits|Admin|Administrator)-?(?:hinweis|meldung|warnung|nachricht)\b"
+    r"|\b(?:offizielle |verbindliche )?(?:Compliance|Sicherheits|Dienst)-?Anweisung\b)"
 )
 _DEMAND = (
     r"(?:\b(?:you|reviewers?|approvers?|the reviewer|on-?call|operators?|everyone|engineers?)"
@@ -235,8 +247,35 @@ READER: Final[dict[str, tuple[str, ...]]] = {
         # English beyond textguard's own patterns: more ways to set a model's rules aside
         rf"\b(?:pay no attention|do not pay attention|don't pay attention|stop paying attention)"
         rf" to (?:{_W} ){{0,3}}?(?:instructions|guidance|guidelines|rules|directives|prompts?)\b",
-        rf"\b(?:forget|ignore|disregard|drop|set aside) (?:all |the |any )?(?:rules|instructions"
-        rf"|guidance|guidelines) (?:you (?:were|have been|'ve been) (?:given|told)|given to you)\b",
+        r"\b(?:forget|ignore|disregard|drop|set aside) (?:all |the |any )?(?:rules|instructions"
+        r"|guidance|guidelines) (?:you (?:were|have been|'ve been) (?:given|told)|given to you)\b",
+        r"\b(?:ignore|disregard|forget|override|bypass) (?:every|each|any|all) (?:single )?"
+        r"(?:instruction|rule|directive|prompt|guideline)s?\b",
+        rf"\b(?:ignore|disregard|forget|override|bypass) (?:all (?:of )?)?(?:your|all|any)"
+        rf" (?:{_W} )?(?:rules|safety rules|guardrails|restrictions|filters)\b",
+        rf"\byou(?:'re| are) now (?:in )?(?:{_W} ){{0,2}}?(?:mode|AI|assistant|model|bot|agent)\b",
+        # a task or role said to have changed, in any of the four languages
+        r"\b(?:your|ta|tu|votre|deine|Ihre) (?:task|t[âa]che|tarea|Aufgabe|role|r[ôo]le|rol|Rolle"
+        r"|instructions|mission|misi[óo]n|job) (?:has|have|a|ha|hat) (?:(?:now|maintenant|ahora"
+        r"|jetzt) )?(?:changed|chang[ée]e?|cambiado|sich ge[äa]ndert|ge[äa]ndert)\b",
+        # everything before declared void, in any of the four languages
+        r"\b(?:treat|consider|regard|consid[èe]re|considerez|consid[ée]rez|considera|considere"
+        r"|betrachte|betrachten Sie) (?:everything|all|anything|tout ce qui pr[ée]c[èe]de|tout"
+        r"|todo lo anterior|todo|alles(?: oben| Vorherige| bisherige)?)(?: above| before| so far"
+        r"| earlier)? (?:as |comme |como |als )?(?:obsolete|void|invalid|outdated|cancell?ed"
+        r"|obsol[èe]te|nul|caduc|obsoleto|nulo|inv[áa]lido|[üu]berholt|ung[üu]ltig|hinf[äa]llig)",
+        # text addressed to a model by label, or to any automated reader, in any of the four
+        r"^[\t\x20>*#-]*(?:model|mod[èe]le|modelo|modell|LLM|bot|agent|agente)\s*:[\t\x20]*"
+        r"(?:treat|consider|ignore|disregard|forget|say|write|answer|respond|reply|recommend|mark"
+        r"|approve|consid[èe]re|ignore|oublie|dis|[ée]cris|r[ée]ponds|recommande|marque|approuve"
+        r"|considera|ignora|olvida|di|escribe|responde|recomienda|marca|aprueba|betrachte"
+        r"|ignoriere|vergiss|sag|schreib|antworte|empfiehl|markiere|genehmige)\b",
+        r"\((?:to|for|[àa]|pour|a|para|an|f[üu]r) (?:any|every|all|the|tout|toute|tous les"
+        r"|cualquier|todo|todos los|jeden|jede|alle|den|die) (?:automated |automatic |automatique"
+        r" |autom[áa]tico |automatischen |AI |IA |KI )?(?:summari[sz]ers?|r[ée]sumeurs?"
+        r"|resumidor(?:es)?|Zusammenfasser|readers?|lecteurs?|lector(?:es)?|Leser|assistants?"
+        r"|models?|mod[èe]les?|modelos?|Modell(?:e)?|agents?|agentes?|bots?|LLMs?|AI|IA|KI)"
+        r"(?: automatiques?| autom[áa]ticos?| IA| de IA)?\)",
     ),
 }
 # A demand on the reader is flagged with an urgency right after it (UNCHECKED, in the next
@@ -260,11 +299,13 @@ LANGUAGES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
 # sentence in it always does; most English postmortems hold none, and skip its patterns).
 GATES: Final[dict[str, str]] = {
     "fr": r"\b(?:les|des|une|est|pour|dans|avec|cette|vous|votre|sont|ces|qui|nous|tes|ton|aux"
-    r"|pas|la|le|de|du|tu|ta|tes|vos|toutes?)\b|\b[ldjq]['’][^\W\d_]",
+    r"|pas|la|le|de|du|tu|ta|vos|toutes?|tous|chaque|que|ce|ici|mon|ma|mes|son|sa|ses|[ée]t[ée]"
+    r"|tr[èe]s|o[ùu]|merci|veuillez|ne|et)\b|\b[ldjq]['’][^\W\d_]|[^\W\d_]['’][^\W\d_]*\b|\s[àa]\s",
     "es": r"\b(?:las|los|del|para|una|que|con|por|eres|debes|como|esta|este|ahora|tus|sus|la"
-    r"|de|el|al|todas?)\b",
-    "de": r"\b(?:der|das|und|ist|nicht|mit|dem|ein|eine|einen|du|deine|dein|deinen|wenn|auf"
-    r"|f[üu]r|sich|jetzt|sind|wird|oder|alle|Sie|Ihre|Hinweis|zu|neue|Anweisungen)\b",
+    r"|de|el|al|todas?|todos|cada|hasta|muy|pero|ya|tu|mi|mis|se|lo|le|les|y|o|favor)\b",
+    "de": r"\b(?:der|das|und|ist|nicht|mit|dem|den|des|ein|eine|einen|du|deine|dein|deinen|deines"
+    r"|deiner|wenn|auf|f[üu]r|sich|jetzt|sind|wird|oder|alle|Sie|Ihre|Hinweis|zu|neue|jede|jeden"
+    r"|jedes|bisher|bitte|mir|mich|ich|wir|nur|noch|auch|schon|sehr|kein|keine|im|vom|zum|zur)\b",
     "reader": r".",
 }
 

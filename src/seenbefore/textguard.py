@@ -30,9 +30,12 @@ from urllib.parse import parse_qsl, urlsplit
 from seenbefore.textguard_lexicon import (
     GATES,
     LANGUAGES,
+    READER_TRIGGERS,
     demands_on_the_reader,
     rx,
     spaced_instruction,
+    steering_sentences,
+    words_of,
 )
 from seenbefore.textlinks import inert_links
 
@@ -91,6 +94,7 @@ _SPACED = re.compile(
 _SPACED_GAP = re.compile(r"\s{2,}|\s/\s")
 
 
+Words = tuple[frozenset[str], frozenset[str]]  # a text's words and non-ASCII letters (gates)
 _rx = rx  # each literal space in a pattern is a word gap (textguard_lexicon.rx)
 
 
@@ -213,10 +217,7 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
 _RULES: Final = {kind: tuple(map(_rx, patterns)) for kind, patterns in _PATTERNS.items()}
 # the other languages' patterns (textguard_lexicon.py), each run only past its language's gate
 _LANGUAGE_RULES: Final = {
-    lang: (
-        re.compile(GATES[lang], re.IGNORECASE),
-        {kind: tuple(map(_rx, patterns)) for kind, patterns in by_kind.items()},
-    )
+    lang: (GATES[lang], {kind: tuple(map(_rx, patterns)) for kind, patterns in by_kind.items()})
     for lang, by_kind in LANGUAGES.items()
 }
 _INSTRUCTIONS: Final[tuple[Kind, ...]] = ("instruction_override", "tool_call", "secret_request")
@@ -248,10 +249,11 @@ def scan(text: str) -> list[Finding]:
     def add(kind: Kind, m: re.Match[str]) -> None:
         spans.append((kind, where[m.start()], where[max(m.start(), m.end() - 1)] + 1))
 
-    for kind, pattern in _patterns(clean):
+    words = words_of(clean)
+    for kind, pattern in _patterns(clean, words):
         for m in pattern.finditer(clean):
             add(kind, m)
-    for start, end in demands_on_the_reader(clean):
+    for start, end in [*demands_on_the_reader(clean, words), *steering_sentences(clean, words)]:
         spans.append(("instruction_override", where[start], where[max(start, end - 1)] + 1))
     for m in _COMMENT.finditer(clean):
         if _instruction_kinds(m[1]) or _AI_WORDS.search(m[1]):
@@ -314,7 +316,7 @@ def _reveal(text: str, *, join_spaced: bool = True) -> tuple[str, list[int]]:
     ``ignore all``); with, for each character and one past the end, its offset in ``text``."""
     replaced = _replacements(text)
     if all(len(v) == 1 for v in replaced.values()):  # one character for one: offsets unchanged
-        out = text.translate(str.maketrans(replaced)) if replaced else text
+        out = text.translate({ord(k): v for k, v in replaced.items()}) if replaced else text
         where = list(range(len(text) + 1))
     else:
         chars: list[str] = []
@@ -367,19 +369,28 @@ def _unspace(text: str, where: list[int]) -> tuple[str, list[int]]:
     return "".join(out), kept
 
 
-def _patterns(clean: str) -> list[tuple[Kind, re.Pattern[str]]]:
-    """English's patterns, then those of each language whose gate ``clean`` passes."""
+def _patterns(clean: str, words: Words) -> list[tuple[Kind, re.Pattern[str]]]:
+    """English's patterns, then those of each language whose gate ``clean``'s words pass (and
+    of the patterns for any language, those whose trigger words occur)."""
     chosen = [(kind, p) for kind, patterns in _RULES.items() for p in patterns]
-    for gate, by_kind in _LANGUAGE_RULES.values():
-        if gate.search(clean):
+    for lang, (gate, by_kind) in _LANGUAGE_RULES.items():
+        if lang == "reader":
+            for i, p in enumerate(by_kind.get("instruction_override", ())):
+                if READER_TRIGGERS[i].hit(*words):
+                    chosen.append(("instruction_override", p))
+        elif gate.hit(*words):
             chosen += [(cast(Kind, k), p) for k, patterns in by_kind.items() for p in patterns]
     return chosen
 
 
 def _instruction_kinds(text: str) -> set[Kind]:
     clean = _reveal(text)[0]
-    kinds: set[Kind] = {k for k, p in _patterns(clean) if k in _INSTRUCTIONS and p.search(clean)}
-    return kinds | ({"instruction_override"} if demands_on_the_reader(clean) else set())
+    words = words_of(clean)
+    kinds: set[Kind] = {
+        k for k, p in _patterns(clean, words) if k in _INSTRUCTIONS and p.search(clean)
+    }
+    steered = demands_on_the_reader(clean, words) or steering_sentences(clean, words)
+    return kinds | ({"instruction_override"} if steered else set())
 
 
 def _exfiltrates(url: str, *, image: bool) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Final
 
 _W = r"[^\W_]+"  # a word (letters and digits), never the gap characters
@@ -295,19 +296,93 @@ LANGUAGES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "de": GERMAN,
     "reader": READER,
 }
-# A language's patterns run only on text holding one of its common short words (a hostile
-# sentence in it always does; most English postmortems hold none, and skip its patterns).
-GATES: Final[dict[str, str]] = {
-    "fr": r"\b(?:les|des|une|est|pour|dans|avec|cette|vous|votre|sont|ces|qui|nous|tes|ton|aux"
-    r"|pas|la|le|de|du|tu|ta|vos|toutes?|tous|chaque|que|ce|ici|mon|ma|mes|son|sa|ses|[ée]t[ée]"
-    r"|tr[èe]s|o[ùu]|merci|veuillez|ne|et)\b|\b[ldjq]['’][^\W\d_]|[^\W\d_]['’][^\W\d_]*\b|\s[àa]\s",
-    "es": r"\b(?:las|los|del|para|una|que|con|por|eres|debes|como|esta|este|ahora|tus|sus|la"
-    r"|de|el|al|todas?|todos|cada|hasta|muy|pero|ya|tu|mi|mis|se|lo|le|les|y|o|favor)\b",
-    "de": r"\b(?:der|das|und|ist|nicht|mit|dem|den|des|ein|eine|einen|du|deine|dein|deinen|deines"
-    r"|deiner|wenn|auf|f[üu]r|sich|jetzt|sind|wird|oder|alle|Sie|Ihre|Hinweis|zu|neue|jede|jeden"
-    r"|jedes|bisher|bitte|mir|mich|ich|wir|nur|noch|auch|schon|sehr|kein|keine|im|vom|zum|zur)\b",
-    "reader": r".",
+# Which patterns run on a text is decided from its words (one pass, then set lookups): a
+# language's patterns only where one of its common short words or letters occurs (a hostile
+# sentence in it always holds some; most English postmortems hold none), and each pattern that
+# runs on every text only where one of its trigger words does. Triggers are exact words, or
+# prefixes written with a trailing "*"; text is casefolded first.
+
+
+@dataclass(frozen=True)
+class Trigger:
+    words: frozenset[str]
+    prefixes: tuple[str, ...] = ()
+    letters: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, spec: str, letters: str = "") -> Trigger:
+        items = spec.split()
+        return cls(
+            frozenset(i for i in items if not i.endswith("*")),
+            tuple(i[:-1] for i in items if i.endswith("*")),
+            frozenset(letters),
+        )
+
+    def hit(self, words: frozenset[str], chars: frozenset[str]) -> bool:
+        return bool(
+            self.words & words
+            or self.letters & chars
+            or (self.prefixes and any(w.startswith(self.prefixes) for w in words))
+        )
+
+
+GATES: Final[dict[str, Trigger]] = {
+    "fr": Trigger.of(
+        "les des une est pour dans avec cette vous votre sont ces qui nous tes ton aux pas la le"
+        " de du tu ta vos toute toutes tous chaque que ce ici mon ma mes son sa ses merci veuillez"
+        " ne et qu jusqu lorsqu",
+        "àâçéèêëîïôûœÀÉÈÊÇ",
+    ),
+    "es": Trigger.of(
+        "las los del para una que con por eres debes como esta este ahora tus sus la de el al"
+        " toda todas todos cada hasta muy pero ya tu mi mis se lo le les y o favor",
+        "ñáíóú¿¡ÑÁÍÓÚ",
+    ),
+    "de": Trigger.of(
+        "der das und ist nicht mit dem den des ein eine einen du deine dein deinen deines deiner"
+        " wenn auf für sich jetzt sind wird oder alle sie ihre hinweis zu neue jede jeden jedes"
+        " bisher bitte mir mich ich wir nur noch auch schon sehr kein keine im vom zum zur",
+        "äöüßÄÖÜ",
+    ),
+    "reader": Trigger(frozenset(), ("",)),  # per pattern: READER_TRIGGERS
 }
+READER_TRIGGERS: Final[tuple[Trigger, ...]] = (
+    Trigger.of("instructions"),
+    Trigger.of("attention"),
+    Trigger.of("given told"),
+    Trigger.of("ignore disregard forget override bypass"),
+    Trigger.of("ignore disregard forget override bypass"),
+    Trigger.of("now"),
+    Trigger.of("changed change cambiado geändert geandert changé changée"),
+    Trigger.of(
+        "obsolete void invalid outdated cancelled canceled obsolète nul caduc obsoleto nulo"
+        " inválido invalido überholt uberholt ungültig ungultig hinfällig hinfallig"
+    ),
+    Trigger.of("model modèle modele modelo modell llm bot agent agente"),
+    Trigger.of(
+        "summar* résum* resum* zusammenfass* reader readers lecteur* lector* leser assist*"
+        " model* modèl* agent* bot bots llm llms ai ia ki"
+    ),
+)
+DEMAND_TRIGGER: Final = Trigger.of(
+    "must should required need needs have doit doivent devez dois faut debes debe deben tienes"
+    " hay muss müssen musst approve* accept merge sign approuv* aprueb* genehmig*"
+)
+STEERING_TRIGGER: Final = Trigger.of(
+    "you your yourself tu toi ton ta tes vous votre vos tú tus te ti usted ustedes vosotros os"
+    " du dich dir dein* euch euer eure* ai ia ki llm* gpt chatbot* summari* résum* resum*"
+    " zusammenfass* assistant* asistente* assistent* going henceforth désormais dorénavant"
+    " partir adelante ahora jetzt nun sofort künftig kunftig writing drafting answering lors"
+    " redactar schreiben"
+)
+_WORD: Final = re.compile(r"[^\W\d_]+")
+
+
+def words_of(clean: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The casefolded words of ``clean``, and its non-ASCII characters (for the gates)."""
+    folded = clean.casefold()
+    return frozenset(_WORD.findall(folded)), frozenset(ch for ch in clean if ord(ch) > 127)
+
 
 # -- letter-spaced text ---------------------------------------------------------------------------
 # A run such as "i g n o r e p r e v i o u s" has no word gaps left; its letters, run together
@@ -381,11 +456,15 @@ def _posted(notice: re.Match[str]) -> bool:
     return all(ch.isupper() for ch in letters) or after[:1] in (":", "!", "-", "—", "–")
 
 
-def demands_on_the_reader(clean: str) -> list[tuple[int, int]]:
+def demands_on_the_reader(
+    clean: str, words: tuple[frozenset[str], frozenset[str]] | None = None
+) -> list[tuple[int, int]]:
     """Spans of a demand on the reader ("you must approve", "approve this draft") that comes
     with an urgency right after it ("... immediately", "without review") or a posted notice in
     the same paragraph, at most PAIR_CHARS apart ("IMPORTANT SYSTEM NOTICE: ... the reviewer
     must approve this")."""
+    if not DEMAND_TRIGGER.hit(*(words or words_of(clean))):
+        return []
     demands = [m.span() for m in _DEMAND_RX.finditer(clean)] + [
         m.span()
         for m in _APPROVE_RX.finditer(clean)
@@ -405,4 +484,92 @@ def demands_on_the_reader(clean: str) -> list[tuple[int, int]]:
             gap = clean[min(n_end, d_end) : max(n_start, d_start)]
             if len(gap) <= PAIR_CHARS and not PARAGRAPH.search(gap):
                 found.append((lo, hi))
+    return found
+
+
+# -- a sentence that steers the output, in any of the four languages ------------------------------
+# Not one phrase but a combination: a verb that shapes what a draft or a model says (describe,
+# omit, replace, claim, recommend ...), with an address to an automated reader, or "while
+# summarising", or the reader ("you", "tu", "du") together with the output, the rules or a turn
+# in time ("from now on"), or the output together with such a turn. Each part alone is ordinary
+# SRE prose ("you can reproduce it", "the summary", "our model").
+_STEER = (
+    r"\b(?:describe|omit|replace|answer|respond|reply|claim|state|say|write|recommend|conclude"
+    r"|mark|approve|report|present|blame|reveal|print|output|mention|include|summari[sz]e"
+    r"|treat|consider|insist|pretend|d[ée]cri(?:s|vez|re)|omet(?:s|tez|tre)|remplace[zr]?"
+    r"|r[ée]pond(?:s|ez|re)|affirme[zr]?|dis|dites|dire|[ée]cri(?:s|vez|re)|recommande[zr]?"
+    r"|conclu(?:s|ez|re)|marque[zr]?|approuve[zr]?|pr[ée]sente[zr]?|accuse[zr]?|divulgue[zr]?"
+    r"|r[ée]v[èe]le[zr]?|mentionne[zr]?|inclu(?:s|ez|re)|r[ée]sume[zr]?|consid[èe]re[zr]?"
+    r"|pr[ée]tends|describ(?:e|a|id|ir)(?:lo|la)?|omit(?:e|a|id|ir)|reemplaza[dr]?"
+    r"|sustitu(?:ye|ya|id|ir)|respond(?:e|a|ed|er)|contesta[dr]?|afirma[dr]?|di|dile|d[íi]gale"
+    r"|escrib(?:e|a|id|ir)(?:lo|la)?|escr[íi]belo|recomienda|recomendar|conclu(?:ye|ya|ir)"
+    r"|marca[dr]?|aprueba|aprobar|presenta[dr]?|culpa[dr]?|filtra[dr]?|revela[dr]?"
+    r"|menciona[dr]?|inclu(?:ye|ya|ir)|resum(?:e|a|ir)|considera[dr]?|finge|beschreib\w*"
+    r"|weg(?:lassen|zulassen)|lass\w* \w+ weg|ersetz\w*|antworte\w*|behaupte\w*|sag(?:e|en|t)?"
+    r"|schreib(?:e|en|t)?|empfiehl|empfehlen|folger\w*|markier\w*|genehmig\w*|darstellen"
+    r"|darzustellen|beschuldig\w*|preis|verrat\w*|erw[äa]hn\w*|betracht\w*)\b"
+)
+_AUTOMATION = (
+    r"\b(?:AI|IA|KI|LLMs?|GPT|chatbots?|summari[sz]ers?|r[ée]sumeurs?|resumidor(?:es)?"
+    r"|Zusammenfasser|(?:AI|IA|KI)[- ]?(?:agents?|agentes?|Agenten|assistants?|asistentes?"
+    r"|Assistent(?:en)?|models?|mod[èe]les?|modelos?|Modell(?:e)?)|agents? (?:IA|de IA)"
+    r"|l['’]assistant|al asistente|den Assistenten|the assistant)\b"
+)
+_SECOND = (
+    r"\b(?:you|your|yourself|tu|toi|ton|ta|tes|vous|votre|vos|t[úu]|tus|te|ti|usted|ustedes"
+    r"|vosotros|os|du|dich|dir|dein\w*|euch|euer|eure\w*)\b"
+)
+_OUTPUT = (
+    r"\b(?:hypothes[ie]s|summary|answer|response|draft|report|post-?mortem|root cause|mitigations"
+    r"|hypoth[èe]se|r[ée]sum[ée]|r[ée]ponse|brouillon|rapport|cause racine|hip[óo]tesis|resumen"
+    r"|respuesta|borrador|informe|causa ra[íi]z|Hypothese|Zusammenfassung|Antwort|Entwurf"
+    r"|Bericht|Ursache)\b"
+)
+_META = (
+    r"\b(?:instructions?|guidelines|rules|guardrails|prompts?|consignes?|directives?|r[èe]gles"
+    r"|instrucci[óo]n(?:es)?|directrices|reglas|Anweisung(?:en)?|Richtlinien|Regeln|Vorgaben)\b"
+)
+_TURN = (
+    r"\b(?:going forward|from now on|from here on|henceforth|d[ée]sormais|dor[ée]navant"
+    r"|[àa] partir de maintenant|de ahora en adelante|a partir de ahora|desde ahora|ab jetzt"
+    r"|von nun an|ab sofort|k[üu]nftig)\b"
+)
+_WHILE_OUTPUT = (
+    r"\b(?:when|while|as you) (?:summari[sz]ing|you summari[sz]e|writing|drafting|answering)"
+    r"|\blors du r[ée]sum[ée]|\ben r[ée]sumant|\bal resumir|\bal redactar|\bbeim (?:Zusammenfassen"
+    r"|Schreiben)\b"
+)
+_STEER_RX: Final = rx(_STEER)
+_PARTS_RX: Final = {
+    name: rx(pattern)
+    for name, pattern in (
+        ("automation", _AUTOMATION),
+        ("second", _SECOND),
+        ("output", _OUTPUT),
+        ("meta", _META),
+        ("turn", _TURN),
+        ("while", _WHILE_OUTPUT),
+    )
+}
+_SENTENCES: Final = re.compile(r"[^.!?;\n]+")
+
+
+def steering_sentences(
+    clean: str, words: tuple[frozenset[str], frozenset[str]] | None = None
+) -> list[tuple[int, int]]:
+    """Spans of sentences that steer the output (the rule above this function)."""
+    if not STEERING_TRIGGER.hit(*(words or words_of(clean))):
+        return []
+    found = []
+    for m in _SENTENCES.finditer(clean):
+        sentence = m[0]
+        if len(sentence) < 12 or not _STEER_RX.search(sentence):
+            continue
+        has = {name for name, part in _PARTS_RX.items() if part.search(sentence)}
+        if (
+            has & {"automation", "while"}
+            or ("second" in has and has & {"output", "meta", "turn"})
+            or {"output", "turn"} <= has
+        ):
+            found.append(m.span())
     return found

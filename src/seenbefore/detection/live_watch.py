@@ -53,14 +53,19 @@ from seenbefore.detection.packed import pack, unpack
 from seenbefore.detection.service_ensemble import ENSEMBLE_POLICY
 from seenbefore.detection.telemetry import UNITS
 from seenbefore.detection.values import in_range
-from seenbefore.detection.watch_state import MAX_SERIES, check_watch_state, read_state
+from seenbefore.detection.watch_state import (
+    MAX_SERIES,
+    STATE_VERSION,
+    check_watch_state,
+    read_state,
+    series_key,
+)
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
 DAY_SLOTS = (
     1440  # values kept for the day before: one a minute at most (a 1 s step keeps every 60th)
 )
-STATE_VERSION = 2  # 2: packed arrays, the day of values, confirmation by sustained deviation
 
 # (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
 Reader = Callable[[str, dt.datetime, dt.datetime, dt.timedelta], list[dict[str, Any]]]
@@ -184,10 +189,6 @@ class Series:
             event=state["event"],
             hold=state.get("hold"),  # absent in state files written before it existed
         )
-
-
-def series_key(labels: Mapping[str, str]) -> str:
-    return json.dumps(sorted(labels.items()), separators=(",", ":"))
 
 
 @dataclass

@@ -17,7 +17,7 @@ import datetime as dt
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from seenbefore.detection import state_schema as s
 from seenbefore.detection.online import STATE_VERSION as ONLINE_VERSION
@@ -25,8 +25,29 @@ from seenbefore.detection.online import OnlineEnsemble, _plain
 from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
 
-if TYPE_CHECKING:
-    from seenbefore.detection.live_watch import WatchSettings
+STATE_VERSION = 2  # of Watcher.to_state: 2: packed arrays, the day of values, confirmation by
+# sustained deviation
+
+
+class WatchSettings(Protocol):
+    """What the check reads of ``live_watch.WatchSettings`` (this module sits below it)."""
+
+    @property
+    def queries(self) -> tuple[str, ...]: ...
+
+    @property
+    def step_ms(self) -> int: ...
+
+    @property
+    def learning_points(self) -> int: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+
+def series_key(labels: Mapping[str, str]) -> str:
+    """A series' key in the state: its labels, sorted, as compact JSON."""
+    return json.dumps(sorted(labels.items()), separators=(",", ":"))
+
 
 MAX_STATE_BYTES = 256 * 1024 * 1024  # about 600 series at the 400 KB each one holds at most
 MAX_SERIES = 2_000  # series one watcher follows (a state holds one detector for each)
@@ -123,8 +144,6 @@ def check_watch_state(
 def _series_invariants(
     one: Mapping[str, Any], key: str, path: str, fresh: OnlineEnsemble, limit: int
 ) -> None:
-    from seenbefore.detection.live_watch import series_key
-
     if series_key(one["labels"]) != key:
         s.refuse(f"{path} key", key[:60], "the series' labels as JSON (series_key)")
     if one["last_ms"] is not None:
@@ -298,6 +317,4 @@ def _event_params() -> dict[str, Any]:
 
 
 def _state_version() -> int:
-    from seenbefore.detection.live_watch import STATE_VERSION
-
     return STATE_VERSION

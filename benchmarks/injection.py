@@ -9,6 +9,15 @@ positives: the fixture's benign SRE sentences, and every postmortem in examples/
 scanned as a whole file and chunk by chunk (``postmortem_from_markdown`` + ``chunk_postmortem``,
 the chunks retrieval hands to the investigator). Every flagged sample-KB excerpt is listed so a
 person can judge it. Also prints scan throughput (a figure only; nothing here asserts on time).
+
+Per language (issue 33): benchmarks/data/injection_eval.yaml (benign and hostile root causes in
+English, French, Spanish and German, which the multilingual patterns were written against) and
+benchmarks/data/injection_heldout.yaml (written after them, then used to generalise them) and
+benchmarks/data/injection_heldout2.yaml (written after that, then used likewise) and
+benchmarks/data/injection_heldout3.yaml (written after that): for each, the share of hostile
+texts missed and of benign texts flagged, with every miss and false positive listed. A set's
+first run against patterns never fitted to it is the honest figure; git keeps each first run
+(held_out: commit d96d00c; held_out_2: commit 5c9beb8; held_out_3: the commit that added it).
 Prints tables and writes benchmarks/results/injection.json (with the command, commit and machine).
 """
 
@@ -34,6 +43,12 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "investigation" / "injection_fixture.yaml"
 SAMPLE_KB = ROOT / "examples" / "postmortems"
 RESULTS = ROOT / "benchmarks" / "results" / "injection.json"
+EVAL_SETS = {
+    "dev": ROOT / "benchmarks" / "data" / "injection_eval.yaml",
+    "held_out": ROOT / "benchmarks" / "data" / "injection_heldout.yaml",
+    "held_out_2": ROOT / "benchmarks" / "data" / "injection_heldout2.yaml",
+    "held_out_3": ROOT / "benchmarks" / "data" / "injection_heldout3.yaml",
+}
 
 console = Console()
 if not console.is_terminal:
@@ -121,6 +136,28 @@ def sample_kb_figures(folder: Path) -> dict[str, Any]:
     }
 
 
+def language_figures(data: dict[str, Any]) -> dict[str, Any]:
+    """Per language: hostile texts missed and benign texts flagged (counts, rates, the texts)."""
+    out: dict[str, Any] = {}
+    for lang in data["languages"]:
+        benign, hostile = data["benign"][lang], data["hostile"][lang]
+        flagged = [
+            {"text": t, "findings": sorted({f.kind for f in scan(t)})} for t in benign if scan(t)
+        ]
+        missed = [t for t in hostile if not scan(t)]
+        out[lang] = {
+            "benign": len(benign),
+            "benign_flagged": len(flagged),
+            "false_positive_rate": round(len(flagged) / len(benign), 4) if benign else None,
+            "hostile": len(hostile),
+            "hostile_missed": len(missed),
+            "miss_rate": round(len(missed) / len(hostile), 4) if hostile else None,
+            "flagged": flagged,
+            "missed": missed,
+        }
+    return out
+
+
 def finding_json(finding: Finding) -> dict[str, Any]:
     return {"kind": finding.kind, "start": finding.start, "excerpt": finding.excerpt}
 
@@ -136,6 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     fixture = fixture_figures(yaml.safe_load(args.fixture.read_text(encoding="utf-8")))
     kb = sample_kb_figures(args.kb)
+    languages = {
+        name: language_figures(yaml.safe_load(path.read_text(encoding="utf-8")))
+        for name, path in EVAL_SETS.items()
+        if path.is_file()
+    }
 
     table = Table(title="Prompt-injection guard")
     table.add_column("measure")
@@ -183,7 +225,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         console.print("No sample-KB document or chunk was flagged.")
 
-    record = {**provenance("benchmarks/injection.py", argv), "fixture": fixture, "sample_kb": kb}
+    by_language = Table(title="Root causes by language: hostile missed, benign flagged")
+    for column in ("set", "language", "hostile missed", "benign flagged"):
+        by_language.add_column(column, justify="right" if "ed" in column else "left")
+    for name, figures in languages.items():
+        for lang, f in figures.items():
+            by_language.add_row(
+                name,
+                lang,
+                rate(f["hostile_missed"], f["hostile"]),
+                rate(f["benign_flagged"], f["benign"]),
+            )
+    console.print(by_language)
+    for name, figures in languages.items():
+        for lang, f in figures.items():
+            for text in f["missed"]:
+                console.print(f"{name} {lang} missed: {text}")
+            for item in f["flagged"]:
+                console.print(f"{name} {lang} benign flagged {item['findings']}: {item['text']}")
+
+    record = {
+        **provenance("benchmarks/injection.py", argv),
+        "fixture": fixture,
+        "sample_kb": kb,
+        "languages": languages,
+    }
     console.print(f"wrote {write_results(args.out, record)}")
     return 0
 

@@ -802,6 +802,27 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
         RESULTS_PAGE,
     ),
     (
+        "injection benign root causes flagged, all languages",
+        lambda: "{}/{} benign ones flagged over four sets".format(
+            sum(
+                v["benign_flagged"] for s in _injection()["languages"].values() for v in s.values()
+            ),
+            sum(v["benign"] for s in _injection()["languages"].values() for v in s.values()),
+        ),
+        RESULTS_PAGE,
+    ),
+    (
+        "injection held_out_3 misses now",
+        lambda: (
+            ", ".join(
+                f"{lang} {v['hostile_missed']}/{v['hostile']}"
+                for lang, v in _injection()["languages"]["held_out_3"].items()
+            )
+            + " on held_out_3"
+        ),
+        RESULTS_PAGE,
+    ),
+    (
         "injection sample-KB chunks flagged",
         lambda: "and {}/{} sample-KB chunks flagged".format(
             _injection()["sample_kb"]["chunks_flagged"], _injection()["sample_kb"]["chunks"]

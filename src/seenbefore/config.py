@@ -123,6 +123,27 @@ class Settings(BaseSettings):
         description="failed authentications (bad token, failed login) per minute per client "
         "address before it is refused with 429 without a token check",
     )
+    detect_concurrency: int = Field(
+        default=2, ge=1, le=64, description="POST /v1/detect requests run at once (503 beyond)"
+    )
+    detect_memory_mib: int = Field(
+        default=512,
+        ge=64,
+        description="memory the running /v1/detect requests may hold together, by estimate "
+        "(service/work_budget.py; 503 while taken, 400 for one request over it)",
+    )
+    detect_max_investigations: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description="investigations one POST /v1/detect request may start (the rest skipped)",
+    )
+    investigations_per_minute: int = Field(
+        default=30,
+        ge=1,
+        description="investigations one principal may start a minute through /v1/detect "
+        "(the rest skipped)",
+    )
     notify: dict[str, Any] = Field(
         default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
     )

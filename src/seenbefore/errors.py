@@ -14,6 +14,7 @@
     ├── ForbiddenError              a valid token whose role may not do this (HTTP 403)
     ├── ConflictError               the request conflicts with the current state (HTTP 409)
     ├── RateLimitedError            too many requests for this token (HTTP 429)
+    │   └── BusyError               the server is at its limit for this work now (HTTP 503)
     └── StoreError                  the knowledge base store failed or is unusable
         ├── SchemaVersionError      the store was written by a newer or unknown schema
         └── EmbedderMismatchError   vectors from a different embedder or dimension
@@ -114,6 +115,11 @@ class RateLimitedError(SeenbeforeError):
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class BusyError(RateLimitedError):
+    """The server is at its limit for this kind of work right now (concurrent detections, their
+    memory); not the caller's rate: ``retry_after_s`` says when to try again."""
 
 
 class StoreError(SeenbeforeError):

@@ -2,9 +2,13 @@
 
 ``scan`` reports text that reads as an instruction to a language model (override its instructions,
 call a tool, reveal a secret), hidden markup, exfiltrating or ``javascript:`` links, zero-width and
-bidi characters, and base64 that decodes to such instructions. It matches on a revealed copy (no
-invisible or format characters, NFKC, Cyrillic/Greek look-alikes folded), so
-``ig\\u200bnore previous instructions`` is caught, and reports offsets into the original. SRE prose
+bidi characters, and base64 that decodes to such instructions; in English, French, Spanish and
+German, and demands on the person reading a draft that come with a fake authority ("IMPORTANT
+SYSTEM NOTICE ... the reviewer must approve this immediately": textguard_lexicon.py). It
+matches on a revealed copy (no invisible or format characters, NFKC, Cyrillic, Greek and
+Armenian look-alikes folded, letter-spacing collapsed: ``i g n o r e  a l l`` reads ``ignore
+all``), so ``ig\\u200bnore previous instructions`` is caught, and reports offsets into the
+original. ``inert_links`` turns links in quoted text into data (never a live link). SRE prose
 is full of imperatives ("ignore the 404s", "run the following command", "rotate the API key"), so
 the patterns need phrasing aimed at a model: an address ("note to the AI"), "previous/system
 instructions", "your system prompt", role tokens. Regexes are bounded (no nested ambiguous
@@ -20,10 +24,31 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final, Literal, cast, get_args
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["EXCERPT_MAX", "KINDS", "Finding", "Kind", "fence", "sanitize_for_display", "scan"]
+from seenbefore.textguard_lexicon import (
+    GATES,
+    LANGUAGES,
+    READER_TRIGGERS,
+    demands_on_the_reader,
+    rx,
+    spaced_instruction,
+    steering_sentences,
+    words_of,
+)
+from seenbefore.textlinks import inert_links
+
+__all__ = [
+    "EXCERPT_MAX",
+    "KINDS",
+    "Finding",
+    "Kind",
+    "fence",
+    "inert_links",
+    "sanitize_for_display",
+    "scan",
+]
 
 Kind = Literal[
     "instruction_override",
@@ -57,14 +82,20 @@ _INVISIBLE = re.compile(
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LOOKALIKES = str.maketrans(
-    "аеорсухіѕјԁһАВЕКМНОРСТХІЅЈοαειυνκρΟΑΕΙΚΝΡΤΥΧ", "aeopcyxisjdhABEKMHOPCTXISJoaeiuvkpOAEIKNPTYX"
+    "аеорсухіѕјԁһԛԝӏɡɑıАВЕКМНОРСТХІЅЈοαειυνκρϲϳΟΑΕΙΚΝΡΤΥΧΖΒΜօսցհոԼՏ",
+    "aeopcyxisjdhqwlgaiABEKMHOPCTXISJoaeiuvkpcjOAEIKNPTYXZBMoughnLS",
 )
+# letter-spaced words: single letters joined by one separator (4 letters or more), and the gaps
+# between such words (two spaces or more, or a slash between spaces)
+_SPACED = re.compile(
+    r"(?<![^\W\d_])[^\W\d_](?:[ .*_-][^\W\d_]){3,}(?![^\W\d_])"
+    r"(?:(?:\s{2,}|\s/\s)[^\W\d_](?:[ .*_-][^\W\d_])+(?![^\W\d_]))*"
+)
+_SPACED_GAP = re.compile(r"\s{2,}|\s/\s")
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    """Compile; each literal space means a word gap: whitespace (line breaks too) or Markdown quote
-    and emphasis marks. Inside a character class, patterns write a space as ``\\x20``."""
-    return re.compile(pattern.replace(" ", r"[\s>*_]+"), re.IGNORECASE | re.MULTILINE)
+Words = tuple[frozenset[str], frozenset[str]]  # a text's words and non-ASCII letters (gates)
+_rx = rx  # each literal space in a pattern is a word gap (textguard_lexicon.rx)
 
 
 _W = r"[^\W_]+"  # a word; kept apart from the gap characters so repeats cannot backtrack
@@ -184,6 +215,11 @@ _PATTERNS: Final[dict[Kind, tuple[str, ...]]] = {
     ),
 }
 _RULES: Final = {kind: tuple(map(_rx, patterns)) for kind, patterns in _PATTERNS.items()}
+# the other languages' patterns (textguard_lexicon.py), each run only past its language's gate
+_LANGUAGE_RULES: Final = {
+    lang: (GATES[lang], {kind: tuple(map(_rx, patterns)) for kind, patterns in by_kind.items()})
+    for lang, by_kind in LANGUAGES.items()
+}
 _INSTRUCTIONS: Final[tuple[Kind, ...]] = ("instruction_override", "tool_call", "secret_request")
 _COMMENT = re.compile(r"<!--([\s\S]*?)(?:-->|$)")
 _AI_WORDS = _rx(rf"{_AI}|\bassistant\b|\bsystem prompt\b")
@@ -207,15 +243,18 @@ def scan(text: str) -> list[Finding]:
         ("zero_width" if m[1] else "bidi_override", m.start(), m.end())
         for m in _INVISIBLE.finditer(text)
     ]
-    clean, where = _reveal(text)
+    raw, raw_where = _reveal(text, join_spaced=False)
+    clean, where = _unspace(raw, raw_where)
 
     def add(kind: Kind, m: re.Match[str]) -> None:
         spans.append((kind, where[m.start()], where[max(m.start(), m.end() - 1)] + 1))
 
-    for kind, patterns in _RULES.items():
-        for pattern in patterns:
-            for m in pattern.finditer(clean):
-                add(kind, m)
+    words = words_of(clean)
+    for kind, pattern in _patterns(clean, words):
+        for m in pattern.finditer(clean):
+            add(kind, m)
+    for start, end in [*demands_on_the_reader(clean, words), *steering_sentences(clean, words)]:
+        spans.append(("instruction_override", where[start], where[max(start, end - 1)] + 1))
     for m in _COMMENT.finditer(clean):
         if _instruction_kinds(m[1]) or _AI_WORDS.search(m[1]):
             add("hidden_markup", m)
@@ -229,6 +268,9 @@ def scan(text: str) -> list[Finding]:
         decoded = _decode_base64(m[0])
         if decoded and _instruction_kinds(decoded):
             add("encoded_instruction", m)
+    for m in _SPACED.finditer(raw):  # letters run together: "ignorepreviousinstructions"
+        if spaced_instruction(m[0]):
+            spans.append(("instruction_override", raw_where[m.start()], raw_where[m.end() - 1] + 1))
     return _findings(text, spans)
 
 
@@ -267,26 +309,88 @@ def fence(text: str, source_id: str) -> str:
     )
 
 
-def _reveal(text: str) -> tuple[str, list[int]]:
+def _reveal(text: str, *, join_spaced: bool = True) -> tuple[str, list[int]]:
     """``text`` as the patterns see it: format characters (zero-width, bidi, soft hyphen, tags)
-    dropped, NFKC per character (fullwidth letters become ASCII), Cyrillic and Greek look-alikes
-    folded to Latin; with, for each character and one past the end, its offset in ``text``."""
+    dropped, NFKC per character (fullwidth letters become ASCII), Cyrillic, Greek and Armenian
+    look-alikes folded to Latin, letter-spaced words joined (``i g n o r e  a l l`` reads
+    ``ignore all``); with, for each character and one past the end, its offset in ``text``."""
+    replaced = _replacements(text)
+    if all(len(v) == 1 for v in replaced.values()):  # one character for one: offsets unchanged
+        out = text.translate({ord(k): v for k, v in replaced.items()}) if replaced else text
+        where = list(range(len(text) + 1))
+    else:
+        chars: list[str] = []
+        where = []
+        for i, ch in enumerate(text):
+            norm = replaced.get(ch, ch)
+            chars.append(norm)
+            where.extend([i] * len(norm))
+        out, where = "".join(chars), [*where, len(text)]
+    return _unspace(out, where) if join_spaced else (out, where)
+
+
+def _replacements(text: str) -> dict[str, str]:
+    """What each distinct non-ASCII character of ``text`` becomes (only those that change):
+    format characters nothing, others their NFKC form with look-alikes folded."""
     if text.isascii():
-        return text, list(range(len(text) + 1))
-    out: list[str] = []
-    where: list[int] = []
-    for i, ch in enumerate(text):
-        if ord(ch) > 127 and unicodedata.category(ch) == "Cf":
+        return {}
+    out = {}
+    for ch in {c for c in text if ord(c) > 127}:
+        if unicodedata.category(ch) == "Cf":
+            out[ch] = ""
             continue
-        norm = unicodedata.normalize("NFKC", ch).translate(_LOOKALIKES) if ord(ch) > 127 else ch
-        out.append(norm)
-        where.extend([i] * len(norm))
-    return "".join(out), [*where, len(text)]
+        norm = unicodedata.normalize("NFKC", ch).translate(_LOOKALIKES)
+        if norm != ch:
+            out[ch] = norm
+    return out
+
+
+def _unspace(text: str, where: list[int]) -> tuple[str, list[int]]:
+    """Letter-spaced runs joined: each spaced word becomes its letters, each gap one space."""
+    if not _SPACED.search(text):
+        return text, where
+    out: list[str] = []
+    kept: list[int] = []
+    last = 0
+    for m in _SPACED.finditer(text):
+        out.append(text[last : m.start()])
+        kept.extend(where[last : m.start()])
+        for i in range(m.start(), m.end()):
+            gap = _SPACED_GAP.match(text, i)
+            if text[i].isalpha():
+                out.append(text[i])
+                kept.append(where[i])
+            elif gap and (not out or out[-1] != " ") and i == gap.start():
+                out.append(" ")
+                kept.append(where[i])
+        last = m.end()
+    out.append(text[last:])
+    kept.extend(where[last:])
+    return "".join(out), kept
+
+
+def _patterns(clean: str, words: Words) -> list[tuple[Kind, re.Pattern[str]]]:
+    """English's patterns, then those of each language whose gate ``clean``'s words pass (and
+    of the patterns for any language, those whose trigger words occur)."""
+    chosen = [(kind, p) for kind, patterns in _RULES.items() for p in patterns]
+    for lang, (gate, by_kind) in _LANGUAGE_RULES.items():
+        if lang == "reader":
+            for i, p in enumerate(by_kind.get("instruction_override", ())):
+                if READER_TRIGGERS[i].hit(*words):
+                    chosen.append(("instruction_override", p))
+        elif gate.hit(*words):
+            chosen += [(cast(Kind, k), p) for k, patterns in by_kind.items() for p in patterns]
+    return chosen
 
 
 def _instruction_kinds(text: str) -> set[Kind]:
     clean = _reveal(text)[0]
-    return {k for k in _INSTRUCTIONS if any(p.search(clean) for p in _RULES[k])}
+    words = words_of(clean)
+    kinds: set[Kind] = {
+        k for k, p in _patterns(clean, words) if k in _INSTRUCTIONS and p.search(clean)
+    }
+    steered = demands_on_the_reader(clean, words) or steering_sentences(clean, words)
+    return kinds | ({"instruction_override"} if steered else set())
 
 
 def _exfiltrates(url: str, *, image: bool) -> bool:

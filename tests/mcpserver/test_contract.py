@@ -4,6 +4,7 @@ JSON Schema, closed, its model's), results that validate against them, one copy 
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -11,7 +12,8 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from seenbefore.mcp import catalog, outputs, shaping
+from seenbefore.mcp import browse, catalog, outputs, shaping
+from seenbefore.mcp.catalog import ListPostmortems
 from seenbefore.security.tokens import Principal
 from tests.mcpserver.conftest import GENERAL, Session
 
@@ -122,7 +124,23 @@ def test_get_postmortem_returns_sections_not_the_body_and_filters_them(small: Se
     assert some["link"] == "https://sb.example.com/v1/postmortems/POOL-1"
 
 
+def forged_cursor(offset_json: str) -> str:
+    """A cursor with the right fingerprint (no filters) and a hostile offset, as raw JSON: what
+    a stranger makes by decoding one real cursor and editing it."""
+    mark = browse._fingerprint(ListPostmortems())
+    raw = f'{{"o":{offset_json},"f":"{mark}"}}'.encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+# offsets that once reached int() and crashed the tool (OverflowError: "Internal server error")
+# or were taken as a page (a float, a boolean); each is refused as a wrong cursor now
+HOSTILE_OFFSETS = ["1e400", "Infinity", "-Infinity", "NaN", "1.5", "true", '"3"', "-1", "1e9999"]
+
 BAD = [
+    *(
+        ("list_postmortems", {"cursor": forged_cursor(o)}, "cursor: not a next_cursor")
+        for o in HOSTILE_OFFSETS
+    ),
     ("list_postmortems", {"limit": 0}, "limit: Input should be greater"),
     ("list_postmortems", {"limit": 101}, "limit: Input should be less"),
     ("list_postmortems", {"since": "2024-02-01", "until": "2024-01-01"}, "since"),

@@ -46,36 +46,46 @@ def test_trigger_is_one_adaptive_card_with_the_documented_envelope() -> None:
                     "version": "1.4",
                     "body": [
                         {
-                            "type": "TextBlock",
-                            "text": "SEV1 anomaly on checkout",
-                            "wrap": True,
-                            "size": "Medium",
-                            "weight": "Bolder",
-                            "style": "heading",
-                        },
-                        {
-                            "type": "FactSet",
-                            "facts": [
-                                {"title": "Service", "value": "checkout"},
-                                {"title": "Cloud / region", "value": "aws / us-east-1"},
-                                {"title": "Severity", "value": "SEV1"},
+                            "type": "RichTextBlock",
+                            "inlines": [
                                 {
-                                    "title": "Window",
-                                    "value": "2024-03-14 10:00 → 10:20 UTC (20 min)",
-                                },
-                                {"title": "Score", "value": "0.93"},
+                                    "type": "TextRun",
+                                    "text": "SEV1 anomaly on checkout",
+                                    "size": "Medium",
+                                    "weight": "Bolder",
+                                }
                             ],
                         },
+                        *[
+                            {
+                                "type": "RichTextBlock",
+                                "inlines": [
+                                    {"type": "TextRun", "text": f"{title}: ", "weight": "Bolder"},
+                                    {"type": "TextRun", "text": value},
+                                ],
+                            }
+                            for title, value in [
+                                ("Service", "checkout"),
+                                ("Cloud / region", "aws / us-east-1"),
+                                ("Severity", "SEV1"),
+                                ("Window", "2024-03-14 10:00 → 10:20 UTC (20 min)"),
+                                ("Score", "0.93"),
+                            ]
+                        ],
                         {
                             "type": "RichTextBlock",
                             "inlines": [{"type": "TextRun", "text": SIGNATURE}],
                         },
                         {
-                            "type": "TextBlock",
-                            "text": "Rules: latency_slo, pool_saturation · anomaly A-1",
-                            "wrap": True,
-                            "isSubtle": True,
-                            "size": "Small",
+                            "type": "RichTextBlock",
+                            "inlines": [
+                                {
+                                    "type": "TextRun",
+                                    "text": "Rules: latency_slo, pool_saturation · anomaly A-1",
+                                    "isSubtle": True,
+                                    "size": "Small",
+                                }
+                            ],
                         },
                     ],
                 },
@@ -94,31 +104,33 @@ def test_review_url_adds_an_open_url_action_and_resolve_says_so() -> None:
             "url": "https://seenbefore.example.test/review",
         }
     ]
-    assert card["content"]["body"][0]["text"] == "Resolved: unrated anomaly on checkout"
+    assert (
+        card["content"]["body"][0]["inlines"][0]["text"] == "Resolved: unrated anomaly on checkout"
+    )
 
 
 def test_draft_follows_as_a_second_card() -> None:
     card = teams_payload(Notification(make_anomaly(), SIGNATURE, draft=DRAFT))
     body = card["attachments"][0]["content"]["body"]
-    assert [b["type"] for b in body] == ["TextBlock", "FactSet", "RichTextBlock", "TextBlock"]
-    assert body[0]["text"] == "Precedent found for the checkout anomaly"
-    assert body[1]["facts"] == [
-        {"title": "Top precedent", "value": "INC-2021-006"},
-        {"title": "Verdict", "value": "p_precedent 0.72 (precedent found)"},
+    assert [b["type"] for b in body] == ["RichTextBlock"] * 5  # never Markdown (issue 33)
+    assert body[0]["inlines"][0]["text"] == "Precedent found for the checkout anomaly"
+    assert [[run["text"] for run in b["inlines"]] for b in body[1:3]] == [
+        ["Top precedent: ", "INC-2021-006"],
+        ["Verdict: ", "p_precedent 0.72 (precedent found)"],
     ]
-    assert body[2]["inlines"] == [{"type": "TextRun", "text": "Connections held by slow calls."}]
+    assert body[3]["inlines"] == [{"type": "TextRun", "text": "Connections held by slow calls."}]
     novel = teams_payload(
         Notification(
             make_anomaly(), SIGNATURE, draft=DRAFT | {"novel": True, "verdict": "no precedent"}
         )
     )
-    facts = novel["attachments"][0]["content"]["body"][1]["facts"]
-    assert facts[0]["value"] == "none: no postmortem in the knowledge base matches"
+    first_fact = novel["attachments"][0]["content"]["body"][1]["inlines"][1]
+    assert first_fact["text"] == "none: no postmortem in the knowledge base matches"
 
 
 def test_long_signature_is_cut_to_3000_characters() -> None:
     payload = teams_payload(Notification(make_anomaly(), "x" * 5000))
-    text = payload["attachments"][0]["content"]["body"][2]["inlines"][0]["text"]
+    text = payload["attachments"][0]["content"]["body"][6]["inlines"][0]["text"]
     assert len(text) == 3000 and text.endswith("…")
 
 
@@ -222,11 +234,11 @@ def test_config_errors_name_the_key_and_hide_the_secret(tmp_path: Path) -> None:
 
 def test_retrieved_or_model_text_is_not_read_as_markdown() -> None:
     """A link in a drafted hypothesis must not render as a disguised link: it goes in a TextRun,
-    which Adaptive Cards do not parse as Markdown; no TextBlock or fact carries it."""
+    which Adaptive Cards do not parse as Markdown, and is made inert; no TextBlock or fact
+    carries text at all."""
     trap = "Restart it, see [the runbook](https://evil.example.test/login)"
     card = teams_payload(Notification(make_anomaly(), trap, draft=DRAFT | {"hypothesis": trap}))
     body = card["attachments"][0]["content"]["body"]
-    assert body[2] == {"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": trap}]}
-    markdown = [b["text"] for b in body if b["type"] == "TextBlock"]
-    markdown += [f["value"] for b in body if b["type"] == "FactSet" for f in b["facts"]]
-    assert not any("evil.example.test" in text for text in markdown)
+    inert = "Restart it, see the runbook (hxxps://evil[.]example[.]test/login)"
+    assert body[3] == {"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": inert}]}
+    assert {b["type"] for b in body} == {"RichTextBlock"}

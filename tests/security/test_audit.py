@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import sqlite3
 import subprocess
@@ -56,13 +57,35 @@ def test_records_form_a_hash_chain_worked_by_hand(audit: AuditLog) -> None:
     }
     body = {k: v for k, v in first.to_json().items() if k != "hash"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert first.hash == hashlib.sha256((GENESIS_HASH + text).encode()).hexdigest()
+    # keyed (issue 33): HMAC-SHA256 under the audit.key beside the store, made by the first
+    # append and covering it (from_id 1); the key file is the owner's alone
+    key = audit.key()
+    assert key is not None and key.from_id == 1 and len(key.secret) == 32
+    assert key.path is not None and key.path.name == "audit.key"
+    assert key.path.stat().st_mode & 0o777 == 0o600
+    expected = hmac.new(key.secret, (GENESIS_HASH + text).encode(), hashlib.sha256).hexdigest()
+    assert first.hash == expected
     assert second.hash == chain_hash(
-        first.hash, {k: v for k, v in second.to_json().items() if k != "hash"}
+        first.hash, {k: v for k, v in second.to_json().items() if k != "hash"}, key
     )
     assert audit.read() == [first, second]
     result = audit.verify()
     assert result.ok and result.checked == 2 and result.head_hash == second.hash
+
+
+def test_an_unkeyed_chain_is_sha256_as_before(store: SQLiteStore) -> None:
+    """Without a key (PostgreSQL, memory, or explicitly) the chain is plain SHA-256, so a store
+    written before keys existed keeps verifying; the key then covers only later records."""
+    plain = AuditLog(store, key=None)
+    first = plain.record("alice", "show", doc_ids=["INC-1"])
+    body = {k: v for k, v in first.to_json().items() if k != "hash"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert first.hash == hashlib.sha256((GENESIS_HASH + text).encode()).hexdigest()
+    keyed = AuditLog(store)
+    keyed.record("alice", "show", doc_ids=["INC-2"])
+    key = keyed.key()
+    assert key is not None and key.from_id == 2  # made by the second append, covering it on
+    assert keyed.verify().ok and keyed.verify().checked == 2
 
 
 def test_update_and_delete_are_rejected_by_the_triggers(
@@ -131,9 +154,16 @@ def test_verify_catches_a_rewritten_hash_and_a_missing_trigger(
     body["actor"] = "mallory"
     for key in ("doc_ids", "tiers", "detail"):
         body[key] = json.loads(body[key])
+    # without the key (a copy of the store is all a tamperer holds): the record itself fails
     conn.execute(
         "UPDATE audit_log SET actor = 'mallory', hash = ? WHERE id = 1",
         (chain_hash(GENESIS_HASH, body),),
+    )
+    result = audit.verify()
+    assert not result.ok and result.first_bad_id == 1 and "without the audit key" in result.reason
+    # with the key, the re-hashed record still breaks the link to the next one
+    conn.execute(
+        "UPDATE audit_log SET hash = ? WHERE id = 1", (chain_hash(GENESIS_HASH, body, audit.key()),)
     )
     conn.close()
     result = audit.verify()

@@ -87,3 +87,22 @@ def test_malformed_series_are_refused_with_the_reason(service: Service) -> None:
     )
     assert few.status_code == 400 and "needs at least" in few.json()["detail"]
     assert service.as_("viewer", "post", "/v1/detect", json=sent).status_code == 403
+
+
+def test_values_past_the_detectors_limit_answer_400_not_500(service: Service) -> None:
+    """±1e308 alternating once answered 500 and 1e300 x (i mod 7) reset the connection
+    (issue 33): both are refused as invalid input, saying the limit."""
+    n = 300
+    for values in (
+        [1e308 if i % 2 else -1e308 for i in range(n)],
+        [1e300 * (i % 7) for i in range(n)],
+    ):
+        body = {
+            "service": "payments",
+            "timestamps": [(START + dt.timedelta(minutes=i)).isoformat() for i in range(n)],
+            "metrics": {"latency": values},
+        }
+        answer = service.as_("responder", "post", "/v1/detect", json=body)
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert "±1e+100" in answer.json()["detail"] and "rescale" in answer.json()["detail"]

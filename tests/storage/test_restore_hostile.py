@@ -403,6 +403,7 @@ def test_random_damage_is_refused_cleanly_or_restores_a_sound_store(
         home = Path(tmp) / "home"
         home.mkdir()
         shutil.copyfile(live, home / "kb.sqlite")
+        shutil.copyfile(live.parent / "audit.key", home / "audit.key")  # the chain's key
         _env(monkeypatch, home)
         data = bytearray(good.read_bytes())
         for where, length, seed in flips:

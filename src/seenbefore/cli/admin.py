@@ -19,7 +19,7 @@ from seenbefore.cli.common import (
 )
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import StoreError
-from seenbefore.storage.ports import AuditStore, RestoreCheck
+from seenbefore.storage.ports import AuditStore
 from seenbefore.storage.sqlite.restore import REFUSED, one_line
 
 
@@ -164,43 +164,56 @@ def restore(
     path: Annotated[Path, typer.Argument(help="a file written by `seenbefore backup`")],
     yes: Annotated[bool, typer.Option("--yes", help="replace the current store")] = False,
 ) -> None:
-    """Replace the store's content with a backup, after checking a copy of it: integrity, a
+    """Replace the store's knowledge with a backup's, after checking a copy of it: integrity, a
     schema exactly as this version's migrations build it, a schema version this version reads,
-    rows it can read, and an intact audit chain (storage/sqlite/restore.py). A refused backup
-    leaves the store, and the review checkpoints beside it, as they were."""
+    rows it can read (storage/sqlite/restore.py), an audit chain that verifies under this
+    home's audit key and agrees with the live one, and tokens this store issued
+    (security/restore_guard.py). The live audit log, token revocations and web sessions are
+    kept, and the restore itself is audited. A refused backup leaves the store, and the review
+    checkpoints beside it, as they were."""
+    from seenbefore.security import restore_guard
+    from seenbefore.security.tokens import local_principal
+
     if not yes:
         typer.confirm("This replaces the whole knowledge base. Continue?", abort=True)
     reviews = _reviews_copy(path)
     if reviews.exists():
         _check_checkpoints(reviews)
+    carried: dict[str, int] = {}
+    digest = _file_sha256(path)
     with open_store() as store:
-        store.restore(path, verify=_audit_chain_intact(path))  # PostgreSQL refuses
+
+        def check(copy: AuditStore) -> None:
+            restore_guard.check(store, copy, path)
+
+        def carry(copy: AuditStore) -> None:
+            carried.update(restore_guard.carry(store, copy))
+
+        store.restore(path, verify=check, carry=carry)  # PostgreSQL refuses
         n = store.stats(["general"]).generation
-    console.print(f"restored from {path} (generation {n})")
+        from seenbefore.security.audit import AuditLog
+
+        AuditLog(store).record(
+            local_principal(settings().tiers),
+            "store.restore",
+            detail={
+                "backup_sha256": digest,
+                "backup_name": path.name[:200],
+                "generation": n,
+                "kept_audit_records": carried.get("audit_records", 0),
+                "tokens": carried.get("tokens", 0),
+                "revoked": carried.get("revoked", 0),
+                "review_checkpoints": reviews.exists(),
+            },
+        )
+    console.print(
+        f"restored from {path} (generation {n}); kept the live audit log "
+        f"({carried.get('audit_records', 0)} records newer than the backup's), "
+        f"{carried.get('tokens', 0)} tokens ({carried.get('revoked', 0)} revoked) and web sessions"
+    )
     if reviews.exists():
         _sqlite_copy(reviews, settings().home / "reviews.sqlite")
         console.print(f"review checkpoints restored from {reviews}")
-
-
-def _audit_chain_intact(path: Path) -> RestoreCheck:
-    """The restore's audit check, run on the staged copy (security sits above storage)."""
-
-    def check(copy: AuditStore) -> None:
-        from seenbefore.security.audit import AuditLog
-
-        result = AuditLog(copy).verify()
-        if not result.ok:
-            where = f"record {result.first_bad_id}: " if result.first_bad_id is not None else ""
-            raise StoreError(
-                one_line(
-                    f"{REFUSED}: backup {path}'s audit chain does not verify ({where}"
-                    f"{result.reason}); a restore must carry an intact audit log; restore an"
-                    " earlier backup whose chain verifies (`seenbefore audit verify` over a copy"
-                    " of it shows where it breaks)"
-                )
-            )
-
-    return check
 
 
 def _check_checkpoints(reviews: Path) -> None:
@@ -233,3 +246,15 @@ def _check_checkpoints(reviews: Path) -> None:
                 " backup"
             )
         )
+
+
+def _file_sha256(path: Path) -> str:
+    """The backup file's SHA-256 (read in blocks), or '' when there is no such file (restore
+    then says so)."""
+    import hashlib
+
+    try:
+        with path.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return ""

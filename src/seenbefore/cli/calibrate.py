@@ -5,7 +5,7 @@ only when it beats the live model on held-out cases."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -53,6 +53,8 @@ def calibrate(
         except ValueError as exc:
             raise InputError(f"cannot calibrate from {len(labelled)} cases: {exc}") from exc
         status = kb.status()
+        if not dry_run:
+            _audit(kb, "self-test" if self_test else "cases", report.get("kept", {}))
     if as_json:
         print_json({"report": report, "status": status})
         return
@@ -113,6 +115,9 @@ def _calibrate_from_reviews(*, persist: bool, as_json: bool, all_roles: bool) ->
             report = refit(kb, persist=persist, all_roles=all_roles, who=who)
         except ValueError as exc:
             raise InputError(f"cannot calibrate from reviews: {exc}") from exc
+        if persist:
+            kept = {k: "kept" if m.get("kept") else "not kept" for k, m in report["models"].items()}
+            _audit(kb, "reviews", kept)
     if as_json:
         print_json({"report": report})
         return
@@ -138,3 +143,12 @@ def _calibrate_from_reviews(*, persist: bool, as_json: bool, all_roles: bool) ->
     for key, m in report["models"].items():
         console.print(f"{key}: {m['precedence']}")
     console.print("persisted with the knowledge base" if persist else "dry run: nothing saved")
+
+
+def _audit(kb: Any, source: str, kept: Any) -> None:
+    """The calibrate command changes the shared model: one audit record, with which models
+    were kept (their ids, no text)."""
+    from seenbefore.cli.security import record_write
+
+    outcome = {str(k)[:60]: str(v)[:200] for k, v in dict(kept or {}).items()}
+    record_write(kb.store, "calibrate", {}, {}, source=source, models=outcome)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from seenbefore.cli.common import console, err_console, open_kb, open_store, print_json
 from seenbefore.cli.progress import LineProgress
+from seenbefore.cli.security import record_write, tiers_by_id
 from seenbefore.errors import InputError, NotFoundError
 from seenbefore.knowledge.ingest import IngestReport
 from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
@@ -79,6 +80,7 @@ def ingest(
         progress_bar(disable=as_json) as progress,
         open_kb() as kb,
     ):
+        before = tiers_by_id(kb.store)
         report = kb.ingest(
             paths,
             prune=prune,
@@ -87,10 +89,28 @@ def ingest(
             embed_progress=_progress_callback(progress, "embedding"),
             replace=replace,
         )
+        _audit(kb.store, "ingest", report, before, replace=replace, prune=prune)
     _print_report(report, as_json)
     ingested = report.added or report.updated or report.unchanged
     if report.quarantined and (strict or not ingested):
         raise typer.Exit(1)
+
+
+def _audit(
+    store: Any, action: str, report: IngestReport, before: dict[str, str], **flags: Any
+) -> None:
+    """One audit record for what an ingest wrote (nothing when it changed nothing)."""
+    changed = {
+        "added": report.added,
+        "updated": report.updated,
+        "superseded": report.superseded,
+        "pruned": report.pruned,
+        "replaced": [i for i, _ in report.replaced],
+    }
+    if not any(changed.values()) and not report.quarantined:
+        return
+    tiers = {**before, **tiers_by_id(store)}
+    record_write(store, action, changed, tiers, quarantined=len(report.quarantined), **flags)
 
 
 def _print_report(report: IngestReport, as_json: bool) -> None:
@@ -203,7 +223,9 @@ def quarantine_retry(
         if "#L" in found.source and map_ is None:
             raise InputError(f"entry {entry_id} came from a JSONL file: give its --map again")
         mapping = FieldMapping.parse(map_) if map_ else None
+        before = tiers_by_id(kb.store)
         report = kb.ingestor(mapping=mapping).retry(found.source, replace=replace)
+        _audit(kb.store, "quarantine.retry", report, before, entry=entry_id, replace=replace)
     if report.quarantined:
         console.print(f"[red]still invalid[/]: {report.quarantined[-1][1]}")
         raise typer.Exit(1)
@@ -223,6 +245,14 @@ def reindex(
     ):
         result = kb.reindex(_progress_callback(progress, "embedding"))
         status = kb.status()
+        record_write(
+            kb.store,
+            "reindex",
+            {},
+            {},
+            chunks=int(result["chunks"]),
+            embedder=str(result["embedder"])[:200],
+        )
     if as_json:
         print_json({**result, **status})
         return
@@ -236,4 +266,5 @@ def quarantine_drop(entry: EntryArgument) -> None:
     with open_store() as store:
         found = find_entry(store.list_quarantine(), entry)
         store.drop_quarantine(found.id)
+        record_write(store, "quarantine.drop", {}, {}, entry=found.id)
     console.print(f"dropped quarantine entry {found.id} ({found.source})")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +28,41 @@ def record_local(
 ) -> AuditRecord:
     """Audit a CLI action as the local user (``local:<user>``, holding ``caller_tiers``)."""
     return AuditLog(store).record(local_principal(caller_tiers), action, **fields)
+
+
+MAX_AUDIT_IDS = 1_000  # document ids one CLI write record names (the counts are always whole)
+
+
+def record_write(
+    store: Any,
+    action: str,
+    changed: Mapping[str, Sequence[str]],
+    tiers_by_id: Mapping[str, str],
+    **detail: Any,
+) -> AuditRecord:
+    """Audit a CLI write to the knowledge base (``ingest``, ``quarantine``, ``reindex``,
+    ``calibrate``): the ids it changed (the first :data:`MAX_AUDIT_IDS`), their tiers (so a
+    reader of the audit API who does not hold one never sees the record), and how many of each
+    kind (``changed``: kind -> ids, e.g. added, updated, pruned)."""
+    ids = list(dict.fromkeys(i for group in changed.values() for i in group))
+    shown = ids[:MAX_AUDIT_IDS]
+    tiers = sorted({tiers_by_id[i] for i in shown if i in tiers_by_id})
+    counts = {kind: len(group) for kind, group in changed.items()}
+    more = {"ids_not_listed": len(ids) - len(shown)} if len(ids) > len(shown) else {}
+    return record_local(
+        store,
+        action,
+        settings().tiers,
+        doc_ids=shown,
+        tiers=tiers,
+        detail={**counts, **more, **detail},
+    )
+
+
+def tiers_by_id(store: Any) -> dict[str, str]:
+    """Every document's access tier, by id (read before a write that may remove some)."""
+    rows = store.document_rows()
+    return dict(zip(rows.ids, rows.tiers, strict=True))
 
 
 # -- tokens ---------------------------------------------------------------------------------
@@ -210,10 +246,25 @@ def audit(
 
 
 @audit_app.command("verify")
-def audit_verify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def audit_verify(
+    key: Annotated[
+        Path | None,
+        typer.Option(
+            "--key",
+            help="the audit.key to verify under (default: the one beside the store; give the "
+            "SQLite home's after `migrate --to` PostgreSQL, whose own chain is unkeyed)",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
     """Recompute the hash chain; exit 0 when intact, 1 naming the first bad record when not."""
+    from seenbefore.security import audit_key
+
+    given = audit_key.load(key) if key is not None else None
+    if key is not None and given is None:
+        raise InputError(f"--key {key}: no such audit key file; give the audit.key of a home")
     with open_store() as store:
-        result = AuditLog(store).verify()
+        result = (AuditLog(store, key=given) if key is not None else AuditLog(store)).verify()
     if as_json:
         print_json(result.to_json())
     elif result.ok:

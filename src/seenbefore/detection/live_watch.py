@@ -7,7 +7,8 @@ it (``EVENT_PARAMS``: no rest after a fire) and a learning period of ``learning`
 default: NAB's cap on its 15 %, since a live stream has no end to take 15 % of). Each poll reads,
 per query, only the steps after the last one read (``query_range`` from last + step to now - lag,
 on a grid aligned to the step, so a restarted watcher evaluates the same instants); points at or
-before a series' last timestamp and non-finite values are skipped.
+before a series' last timestamp, non-finite values and values beyond ±1e100
+(:data:`~seenbefore.detection.values.MAX_MAGNITUDE`) are skipped.
 
 **Confirmation** (the rule of :mod:`~seenbefore.detection.service_ensemble`, for one series): a
 point scored at or above the shipped threshold after the learning period opens an event; the
@@ -35,7 +36,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import math
 import os
 import tempfile
 import time
@@ -52,13 +52,20 @@ from seenbefore.detection.online import OnlineEnsemble
 from seenbefore.detection.packed import pack, unpack
 from seenbefore.detection.service_ensemble import ENSEMBLE_POLICY
 from seenbefore.detection.telemetry import UNITS
+from seenbefore.detection.values import in_range
+from seenbefore.detection.watch_state import (
+    MAX_SERIES,
+    STATE_VERSION,
+    check_watch_state,
+    read_state,
+    series_key,
+)
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
 DAY_SLOTS = (
     1440  # values kept for the day before: one a minute at most (a 1 s step keeps every 60th)
 )
-STATE_VERSION = 2  # 2: packed arrays, the day of values, confirmation by sustained deviation
 
 # (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
 Reader = Callable[[str, dt.datetime, dt.datetime, dt.timedelta], list[dict[str, Any]]]
@@ -184,10 +191,6 @@ class Series:
         )
 
 
-def series_key(labels: Mapping[str, str]) -> str:
-    return json.dumps(sorted(labels.items()), separators=(",", ":"))
-
-
 @dataclass
 class PollResult:
     points: int = 0  # new points scored
@@ -225,6 +228,12 @@ class Watcher:
             for item in found:
                 labels = {str(k): str(v) for k, v in dict(item.get("metric", {})).items()}
                 key = series_key(labels)
+                if key not in self.series and len(self.series) >= MAX_SERIES:
+                    raise InputError(
+                        f"query {query[:80]!r} brings the watched series past {MAX_SERIES:,} "
+                        "(one detector and its state each); narrow the queries (a label "
+                        "matcher, or sum by the labels you page on)"
+                    )
                 series = self.series.get(key) or self._new(query, labels)
                 self.series[key] = series
                 started = time.perf_counter()
@@ -253,7 +262,7 @@ class Watcher:
         scored = []
         for pair in sorted(values, key=lambda p: float(p[0])):
             ms, value = round(float(pair[0]) * 1000), float(pair[1])
-            if (series.last_ms is not None and ms <= series.last_ms) or not math.isfinite(value):
+            if (series.last_ms is not None and ms <= series.last_ms) or not in_range(value):
                 continue
             series.last_ms = ms
             score = series.detector.update(value)
@@ -378,8 +387,17 @@ class Watcher:
 
     @classmethod
     def from_state(
-        cls, state: Mapping[str, Any], settings: WatchSettings, reader: Reader
+        cls,
+        state: Mapping[str, Any],
+        settings: WatchSettings,
+        reader: Reader,
+        *,
+        now: dt.datetime | None = None,
     ) -> Watcher:
+        """The watcher ``to_state`` saved, once :func:`~seenbefore.detection.watch_state.
+        check_watch_state` has found every field as these settings write it (InputError, naming
+        the field, otherwise); ``now`` (the clock by default) bounds the cursors."""
+        check_watch_state(state, settings, now=now)
         if state.get("version") != STATE_VERSION:
             raise InputError(
                 f"watch state version {state.get('version')!r}; this build reads version "
@@ -426,20 +444,9 @@ def save_state(path: Path, state: Mapping[str, Any]) -> int:
 
 
 def load_state(path: Path) -> dict[str, Any] | None:
-    """The saved state, or None when there is none yet."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        state = json.loads(text)
-    except ValueError:
-        raise InputError(
-            f"{path} is not a watch state (not JSON); give another --state or delete it"
-        ) from None
-    if not isinstance(state, dict):
-        raise InputError(f"{path} is not a watch state; give another --state or delete it")
-    return state
+    """The saved state, or None when there is none yet (bounded in size, no NaN: see
+    :func:`~seenbefore.detection.watch_state.read_state`)."""
+    return read_state(path)
 
 
 def prometheus_reader(url: str, *, timeout_s: float = 30.0) -> Reader:

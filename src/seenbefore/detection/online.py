@@ -178,8 +178,14 @@ def _tail_state(tail: _Tail) -> dict[str, Any]:
 
 
 def _tail_load(tail: _Tail, state: Mapping[str, Any]) -> None:
-    tail.items.extend(unpack(state["items"]))
+    items = unpack(state["items"])
+    tail.items.extend(items)
     tail.count = int(state["count"])
+    if len(items) != min(tail.count, tail.items.maxlen or 0):
+        raise InputError(
+            f"a saved tail holds {len(items)} items for a count of {tail.count} (it keeps the "
+            f"last {tail.items.maxlen}): the state is damaged, start the series afresh"
+        )
 
 
 class OnlineEnsemble:
@@ -332,6 +338,12 @@ class OnlineEnsemble:
         for name, member in state["members"].items():
             novelty, likelihood = detector.novelty_[name], detector.likelihood_[name]
             novelty.inputs = unpack(member["inputs"])
+            if len(novelty.inputs) != (detector.t_ if detector.t_ < detector.probation else 0):
+                raise InputError(
+                    f"member {name!r} holds {len(novelty.inputs)} learning inputs at point "
+                    f"{detector.t_} (probation {detector.probation}): the state is damaged, "
+                    "start the series afresh"
+                )
             novelty.symbols.extend(int(v) for v in member["symbols"])
             novelty.n_symbols = int(member["n_symbols"])
             novelty.seen = {tuple(int(v) for v in key) for key in member["seen"]}

@@ -5,6 +5,12 @@ it (the likelihood's history, ARTime's categories) written as JSON numbers cost 
 bytes each. Packed, they are their exact little-endian float64 bytes, deflated, in base64: the
 values come back bit for bit (a restarted series still scores as one never stopped) in 2-11
 bytes each, depending on how much the array repeats itself.
+
+Reading one back is bounded: at most ``max_values`` float64s are ever decompressed (a few
+hundred kilobytes of zlib can otherwise expand to gigabytes), and every value must be finite
+and within ±1e100 (what :func:`pack` is given always is: the detectors score no value past
+:data:`~seenbefore.detection.values.MAX_MAGNITUDE`, and a NaN read back would poison every later
+score).
 """
 
 from __future__ import annotations
@@ -15,9 +21,13 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
 
 PREFIX = "f8z:"
+MAX_PACKED_VALUES = 1 << 21  # 16 MiB of float64 per array; the longest this program packs is
+# ARTime's probation features (2 x 8 x the trend, about 3,300 values by default) or a day of
+# one-second points (86,400)
 
 
 def pack(values: Iterable[float]) -> str:
@@ -25,17 +35,35 @@ def pack(values: Iterable[float]) -> str:
     return PREFIX + base64.b64encode(zlib.compress(data, 6)).decode("ascii")
 
 
-def unpack(text: str) -> list[float]:
+def unpack(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[float]:
+    """The values :func:`pack` packed; InputError for anything else, for more than
+    ``max_values`` values (found without decompressing more than that) or a non-finite one."""
     if not isinstance(text, str) or not text.startswith(PREFIX):
         raise InputError(
             f"a packed array starts with {PREFIX!r}; got {str(text)[:20]!r}: the state file "
             "is damaged or from another build, start the series afresh"
         )
+    limit = 8 * max_values
     try:
-        data = zlib.decompress(base64.b64decode(text[len(PREFIX) :], validate=True))
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(base64.b64decode(text[len(PREFIX) :], validate=True), limit)
+        over = bool(inflate.unconsumed_tail) or len(inflate.decompress(b"", 1)) > 0
     except (ValueError, zlib.error) as exc:
         raise InputError(f"a packed array does not decode ({exc}); start afresh") from None
+    if over:
+        raise InputError(
+            f"a packed array holds more than {max_values:,} values, more than this program ever "
+            "packs there: the state file is damaged or hostile; start the series afresh"
+        )
     if len(data) % 8:
         raise InputError(f"a packed array holds {len(data)} bytes, not whole float64s")
-    values: list[float] = np.frombuffer(data, dtype="<f8").tolist()
+    array = np.frombuffer(data, dtype="<f8")
+    bad = ~(np.abs(array) <= MAX_MAGNITUDE)  # NaN compares False
+    if bad.any():
+        raise InputError(
+            f"a packed array holds {float(array[bad][0])!r} at index "
+            f"{int(np.flatnonzero(bad)[0])}; what is packed is always finite and within "
+            f"±{MAX_MAGNITUDE:g}: the state file is damaged, start the series afresh"
+        )
+    values: list[float] = array.tolist()
     return values

@@ -27,6 +27,7 @@ from seenbefore.detection.rules import Rule, RuleHit, evaluate_rules, load_rules
 from seenbefore.detection.signature import render_signature
 from seenbefore.detection.telemetry import UNITS, Incident, Telemetry
 from seenbefore.detection.triage import Triage, TriageResult
+from seenbefore.detection.values import check_series
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
@@ -98,6 +99,7 @@ def detect(
             + ": give a longer series (more rows, a longer --since, or more --hours when "
             "simulating)"
         )
+    check_series(telemetry.series)  # finite and within ±MAX_MAGNITUDE, or a clear refusal
     step = median_step(telemetry.timestamps)
     learning = ens.learning_period(n, params.probation, step) if ensemble else params.train_minutes
     policy = ens.ENSEMBLE_POLICY if ensemble else params.events

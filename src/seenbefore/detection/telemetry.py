@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.detection.simbounds import simulated_minutes
+from seenbefore.detection.values import MAX_MAGNITUDE, in_range
 from seenbefore.errors import InputError
 from seenbefore.parsing import load_json, read_text
 
@@ -343,6 +344,11 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
                 raise InputError(
                     f"{path}:{number}: {str(metric)[:40]} is {raw[:40]!r}, not a number"
                 ) from None
+            if not in_range(value):
+                raise InputError(
+                    f"{path}:{number}: {str(metric)[:40]} is {raw[:40]!r}; the detector takes "
+                    f"finite values within ±{MAX_MAGNITUDE:g}: rescale the unit or drop the row"
+                )
             points.setdefault(str(metric), {}).setdefault(t, []).append(value)
     averaged = {m: {t: float(np.mean(v)) for t, v in per.items()} for m, per in points.items()}
     return _finish(averaged, service or path.stem, str(path))

@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from seenbefore.detection.rules import RuleHit
+from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, Severity, anomaly_from_dict, anomaly_to_dict
 
 TRIAGE_STATE_VERSION = 1
@@ -100,16 +102,26 @@ class Triage:
         policy: TriagePolicy | None = None,
     ) -> Triage:
         """A triage with the memory ``to_state`` saved (a fresh one for None or another
-        version: losing dedupe memory repeats a report, it never hides one)."""
+        version: losing dedupe memory repeats a report, it never hides one); InputError for a
+        state of this version that is not what ``to_state`` writes."""
         triage = cls(criticality=criticality, policy=policy)
         if not state or state.get("version") != TRIAGE_STATE_VERSION:
             return triage
         last = state.get("last") or {}
         openings = state.get("openings") or {}
-        assert isinstance(last, Mapping) and isinstance(openings, Mapping)
-        triage._last = {str(k): anomaly_from_dict(dict(v)) for k, v in last.items()}
-        for key, times in openings.items():
-            triage._openings[str(key)] = [dt.datetime.fromisoformat(t) for t in times]
+        try:
+            if not isinstance(last, dict) or not isinstance(openings, dict):
+                raise TypeError("last and openings are objects")
+            triage._last = {str(k): _typed(anomaly_from_dict(dict(v))) for k, v in last.items()}
+            for key, times in openings.items():
+                if not isinstance(times, list):
+                    raise TypeError(f"openings[{str(key)[:40]!r}] is a list of times")
+                triage._openings[str(key)] = [_aware(t) for t in times]
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
+            raise InputError(
+                f"the state: triage memory is not what this build saves ({str(exc)[:120]}); the "
+                "file is damaged, edited or from another build: give another --state or delete it"
+            ) from None
         return triage
 
     def process(self, anomalies: Sequence[Anomaly], hits: Sequence[RuleHit] = ()) -> TriageResult:
@@ -186,3 +198,31 @@ def attach_rules(
                 )
             )
     return out
+
+
+def _aware(text: object) -> dt.datetime:
+    """One saved opening time: ISO 8601 with its offset (compared with aware times)."""
+    if not isinstance(text, str):
+        raise TypeError(f"an opening time is {str(text)[:40]!r}, not ISO 8601 text")
+    when = dt.datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        raise ValueError(f"the opening time {text[:40]!r} has no offset")
+    return when
+
+
+def _typed(a: Anomaly) -> Anomaly:
+    """The anomaly, once every field has the type triage compares it by (a saved one is read
+    from a file anyone could have edited)."""
+    numbers = [a.score] + [x for d in a.deviations for x in (d.value, d.baseline, d.zscore)]
+    texts = [*a.normal, *a.rules, *a.rules_severity] + [
+        x for d in a.deviations for x in (d.metric, d.unit)
+    ]
+    if (
+        a.start.tzinfo is None
+        or a.end.tzinfo is None
+        or not all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
+        or not all(isinstance(x, str) for x in texts)
+        or not all(d.direction in ("up", "down") for d in a.deviations)
+    ):
+        raise TypeError(f"anomaly {a.id[:40]!r} has a field of the wrong type")
+    return a

@@ -8,11 +8,12 @@ import datetime as dt
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, label
 from seenbefore.investigation.evidence import Evidence, EvidenceItem
 from seenbefore.investigation.withhold import Flagged, Withheld, describe, flagged_sections
+from seenbefore.textlinks import inert_links
 
 OFFLINE_LABEL = "drafted without a language model (extractive, offline reporter)"
 STALE_AFTER_DAYS = 2 * 365
@@ -44,6 +45,18 @@ class Draft(BaseModel):
     drafted_by: str = OFFLINE_LABEL
     advisory: str = "Advisory only: a person decides; nothing here acts on infrastructure."
     retrieval_trace: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _links_are_data(self) -> Draft:
+        """Every link in the text people read is plain data (textlinks.inert_links): a draft
+        quotes postmortems and model output, and goes on to chat channels that link URLs."""
+        for name in ("summary", "hypothesis", "staleness_note"):
+            value = getattr(self, name)
+            if value:
+                object.__setattr__(self, name, inert_links(value))
+        for name in ("suggested_checks", "mitigations", "missing_information"):
+            object.__setattr__(self, name, [inert_links(v) for v in getattr(self, name)])
+        return self
 
 
 _MATCHED_BY = {

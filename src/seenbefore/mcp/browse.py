@@ -59,15 +59,27 @@ def _cursor(offset: int, args: ListPostmortems) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+MAX_OFFSET = 10**9  # past any knowledge base's size; a cursor never holds more
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not in a cursor")
+
+
 def _offset(args: ListPostmortems) -> int:
     if args.cursor is None:
         return 0
+    mark, offset = "", -1
     try:
         padded = args.cursor + "=" * (-len(args.cursor) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        offset, mark = int(data["o"]), str(data["f"])
-    except (ValueError, KeyError, TypeError, binascii.Error):
-        mark, offset = "", -1
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()), parse_constant=_no_constant)
+    except (ValueError, binascii.Error, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        found, written = data.get("o"), data.get("f")
+        # what _cursor writes: a whole number (not a float such as 1e400, not a boolean)
+        if type(found) is int and 0 <= found <= MAX_OFFSET and isinstance(written, str):
+            mark, offset = written, found
     if mark != _fingerprint(args) or offset < 0:
         raise InputError(
             "cursor: not a next_cursor of list_postmortems with these filters; pass it back "

@@ -52,6 +52,7 @@ from seenbefore.notify.base import (
 from seenbefore.notify.options import check_table, number, string, strings
 from seenbefore.notify.pagerduty import CLIENT_NAME, dedup_key, event_class
 from seenbefore.notify.redact import MASK, register_secret
+from seenbefore.notify.safe import safe_message
 from seenbefore.notify.slack import truncate, window_text
 from seenbefore.types import MetricDeviation, Severity
 
@@ -153,6 +154,7 @@ def create_alert(
     tags: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The Create Alert JSON body for a trigger; ``tags`` are added to seenbefore's own."""
+    message = safe_message(message)
     anomaly = message.anomaly
     where = f"{anomaly.service} ({anomaly.cloud}/{anomaly.region})"
     text = f"[{anomaly.severity or 'unrated'}] {where}: {message.summary.strip() or 'anomaly'}"
@@ -173,6 +175,7 @@ def create_alert(
 
 def draft_note(message: Notification) -> str:
     """A drafted hypothesis as the text of a note on the open alert."""
+    message = safe_message(message)
     draft = message.draft or {}
     cited = draft.get("cited_incidents") or []
     head = draft_headline(message)  # the words every channel uses
@@ -191,7 +194,9 @@ def draft_note(message: Notification) -> str:
 def opsgenie_request(
     message: Notification, responders: tuple[dict[str, str], ...] = (), tags: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
-    """``(path and query, JSON body)`` of the Alert API request for ``message``."""
+    """``(path and query, JSON body)`` of the Alert API request for ``message`` (its outside
+    text made plain: notify/safe.py)."""
+    message = safe_message(message)
     alias = quote(dedup_key(message.anomaly)[:ALIAS_MAX], safe="")
     if message.draft is not None:
         return (

@@ -38,6 +38,7 @@ from seenbefore.notify.base import (
 )
 from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
+from seenbefore.notify.safe import safe_message
 from seenbefore.types import Anomaly, Severity
 
 EVENTS_URL = "https://events.pagerduty.com/v2/enqueue"
@@ -126,7 +127,8 @@ def _draft_details(draft: dict[str, Any]) -> dict[str, Any]:
 
 
 def pagerduty_event(message: Notification, routing_key: str) -> dict[str, Any]:
-    """The Events API v2 JSON body for ``message``."""
+    """The Events API v2 JSON body for ``message`` (its outside text made plain: notify/safe.py)."""
+    message = safe_message(message)
     anomaly = message.anomaly
     event: dict[str, Any] = {
         "routing_key": routing_key,

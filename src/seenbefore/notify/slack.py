@@ -17,6 +17,10 @@ Slack answers ``200`` with the body ``ok``. Failures are 4xx/5xx with a short co
 (``invalid_payload``, ``channel_not_found``, ``channel_is_archived``, ``rollup_error``; 429 when
 rate limited): 429 and 5xx are worth retrying, the rest need a person.
 
+Text from outside (labels, the signature, a draft) is made plain first (notify/safe.py: no bidi
+or control characters such as U+202E, links inert), then escaped for mrkdwn (``&``, ``<``,
+``>``: the only characters mrkdwn lets one escape, and the ones that make links and mentions).
+
 The webhook URL is the credential: it is registered with ``redact`` and never logged or recorded.
 """
 
@@ -43,6 +47,7 @@ from seenbefore.notify.base import (
 )
 from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
+from seenbefore.notify.safe import safe_message
 
 CONFIG_KEYS = ("webhook_url", "timeout")
 HEADER_MAX = 150
@@ -81,6 +86,7 @@ def window_text(start: dt.datetime, end: dt.datetime) -> str:
 def draft_payload(message: Notification) -> dict[str, Any]:
     """A drafted hypothesis following its anomaly: in the anomaly's thread when ``thread_ts`` is
     known (incoming webhooks do not return one; a bot posting with chat.postMessage does)."""
+    message = safe_message(message)
     anomaly, draft = message.anomaly, message.draft or {}
     head = draft_headline(message)
     header, precedent, confidence = head.title, head.precedent, head.confidence
@@ -129,6 +135,7 @@ def slack_payload(message: Notification) -> dict[str, Any]:
     """The incoming-webhook JSON body for ``message``."""
     if message.draft is not None:
         return draft_payload(message)
+    message = safe_message(message)
     anomaly = message.anomaly
     severity = anomaly.severity or "unrated"
     header = f"{_ACTION_PREFIX[message.action]}{severity} anomaly on {anomaly.service}"

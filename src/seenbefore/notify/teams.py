@@ -10,12 +10,17 @@ Adaptive Cards only, not the old MessageCard format)::
                       "contentUrl": null,
                       "content": {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                                   "type": "AdaptiveCard", "version": "1.4",
-                                  "body": [TextBlock title, FactSet, RichTextBlock signature,
-                                           TextBlock rules and anomaly id],
+                                  "body": [RichTextBlock title, RichTextBlock per fact,
+                                           RichTextBlock signature,
+                                           RichTextBlock rules and anomaly id],
                                   "actions": [Action.OpenUrl]}}]}   # actions: when review_url is set
 
-The signature and a drafted hypothesis go in a RichTextBlock, whose TextRun is not read as
-Markdown, so text from an alert, a postmortem or a model shows as written. A drafted hypothesis
+Every piece of text that comes from outside (the title and the facts name the alert's service,
+cloud and region; the signature, a drafted hypothesis, rule names and ids) goes in a
+RichTextBlock, whose TextRun is not read as Markdown, so it shows as written: a service label
+``[Open the runbook](http://x/phish)`` is not a disguised link in the heading or the "Service"
+fact (issue 33; TextBlock and FactSet values are Markdown). It is made plain first
+(notify/safe.py: no bidi or control characters, links inert). A drafted hypothesis
 follows its anomaly as a second card (Workflows cannot thread replies).
 The flow answers ``202 Accepted`` with an empty body; 429 (throttled) and 5xx are worth
 retrying, other 4xx (a payload the flow rejects, a signature that is no longer valid, a deleted
@@ -45,6 +50,7 @@ from seenbefore.notify.base import (
 )
 from seenbefore.notify.options import check_table, number, string
 from seenbefore.notify.redact import MASK, register_secret
+from seenbefore.notify.safe import safe_message
 from seenbefore.notify.slack import truncate, window_text
 
 CONFIG_KEYS = ("webhook_url", "review_url", "timeout")
@@ -56,10 +62,6 @@ TEXT_MAX = 3000  # our own cap per text block; a Teams message may be at most ab
 _ACTION_PREFIX = {"trigger": "", "acknowledge": "Acknowledged: ", "resolve": "Resolved: "}
 
 
-def _text(text: str, **style: Any) -> dict[str, Any]:
-    return {"type": "TextBlock", "text": truncate(text, TEXT_MAX), "wrap": True, **style}
-
-
 def _literal(text: str, **style: Any) -> dict[str, Any]:
     """Text shown as given: a RichTextBlock's TextRun is not read as Markdown (a TextBlock is, so
     a ``[link](url)`` in retrieved or model-written text would render as a disguised link)."""
@@ -69,8 +71,19 @@ def _literal(text: str, **style: Any) -> dict[str, Any]:
     }
 
 
-def _facts(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    return {"type": "FactSet", "facts": [{"title": t, "value": v} for t, v in pairs]}
+def _facts(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """One RichTextBlock per fact: its title in bold, its value as written (a FactSet's values
+    are read as Markdown)."""
+    return [
+        {
+            "type": "RichTextBlock",
+            "inlines": [
+                {"type": "TextRun", "text": f"{title}: ", "weight": "Bolder"},
+                {"type": "TextRun", "text": truncate(value, TEXT_MAX)},
+            ],
+        }
+        for title, value in pairs
+    ]
 
 
 def adaptive_card(body: list[dict[str, Any]], review_url: str | None = None) -> dict[str, Any]:
@@ -88,14 +101,19 @@ def adaptive_card(body: list[dict[str, Any]], review_url: str | None = None) -> 
     return card
 
 
+def _heading(text: str) -> dict[str, Any]:
+    return _literal(truncate(text, TITLE_MAX), size="Medium", weight="Bolder")
+
+
 def anomaly_card(message: Notification, review_url: str | None = None) -> dict[str, Any]:
+    message = safe_message(message)
     anomaly = message.anomaly
     severity = anomaly.severity or "unrated"
     title = f"{_ACTION_PREFIX[message.action]}{severity} anomaly on {anomaly.service}"
     rules = ", ".join(anomaly.rules) if anomaly.rules else "none"
     body = [
-        _text(truncate(title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
-        _facts(
+        _heading(title),
+        *_facts(
             [
                 ("Service", anomaly.service),
                 ("Cloud / region", f"{anomaly.cloud} / {anomaly.region}"),
@@ -105,20 +123,21 @@ def anomaly_card(message: Notification, review_url: str | None = None) -> dict[s
             ]
         ),
         _literal(message.summary.strip() or "(no signature text)"),
-        _text(f"Rules: {rules} · anomaly {anomaly.id}", isSubtle=True, size="Small"),
+        _literal(f"Rules: {rules} · anomaly {anomaly.id}", isSubtle=True, size="Small"),
     ]
     return adaptive_card(body, review_url)
 
 
 def draft_card(message: Notification, review_url: str | None = None) -> dict[str, Any]:
+    message = safe_message(message)
     anomaly, draft = message.anomaly, message.draft or {}
     head = draft_headline(message)
     body = [
-        _text(truncate(head.title, TITLE_MAX), size="Medium", weight="Bolder", style="heading"),
-        _facts([("Top precedent", head.precedent), ("Verdict", head.confidence)]),
+        _heading(head.title),
+        *_facts([("Top precedent", head.precedent), ("Verdict", head.confidence)]),
         _literal(str(draft.get("hypothesis", ""))),
         *[_literal(f"⚠ {note}", color="Warning") for note in withheld_notes(draft)],
-        _text(
+        _literal(
             f"{draft.get('drafted_by', '')} · anomaly {anomaly.id} · advisory: a person decides",
             isSubtle=True,
             size="Small",

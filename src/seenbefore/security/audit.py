@@ -2,11 +2,15 @@
 
 Each record's ``hash`` is ``sha256(prev_hash + canonical JSON of the record)`` (every field but
 ``hash``, keys sorted, no spaces), and ``prev_hash`` is the hash of the record before it (64 zeros
-for the first). Triggers reject UPDATE and DELETE on ``audit_log`` (on PostgreSQL TRUNCATE too,
-and the app role holds no UPDATE, DELETE or TRUNCATE privilege on it); the chain makes an edit or
-a deletion made around them detectable, and the chain head kept in ``meta`` (written in the same
-transaction) makes cutting records off the end detectable too. Someone who can rewrite the whole
-store can rewrite the chain: copy :meth:`AuditLog.verify`'s head elsewhere to anchor it.
+for the first). From the first record written with an audit key beside the store (a SQLite
+store's ``audit.key``, security/audit_key.py) the hash is an HMAC-SHA256 under that key instead:
+whoever holds only the store (a backup) cannot re-hash an edited record. Triggers reject UPDATE
+and DELETE on ``audit_log`` (on PostgreSQL TRUNCATE too, and the app role holds no UPDATE,
+DELETE or TRUNCATE privilege on it); the chain makes an edit or a deletion made around them
+detectable, and the chain head kept in ``meta`` (written in the same transaction) makes cutting
+records off the end detectable too. Someone who can rewrite the whole store and holds the key
+(or, on PostgreSQL, where the chain is unkeyed, the store alone) can rewrite the chain: copy
+:meth:`AuditLog.verify`'s head elsewhere to anchor it.
 
 Appends are strictly ordered (``store.sql.serialize``, storage/dialect.py): SQLite's ``BEGIN
 IMMEDIATE`` admits one writer; on PostgreSQL each append first takes a transaction-level advisory
@@ -26,9 +30,10 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from seenbefore.errors import InputError
+from seenbefore.security import audit_key
 from seenbefore.security.audit_chain import (
     GENESIS_HASH,
     AuditRecord,
@@ -41,6 +46,7 @@ from seenbefore.security.audit_chain import (
     to_record,
 )
 from seenbefore.security.audit_fields import check_action, check_detail, short
+from seenbefore.security.audit_key import AuditKey
 from seenbefore.security.tokens import Principal
 from seenbefore.security.visibility import review_visible_sql
 from seenbefore.storage.ports import AuditStore
@@ -64,10 +70,23 @@ _PAGE = 1000
 
 class AuditLog:
     """Append-only audit records in the store's ``audit_log`` table (SQLite migration 3,
-    PostgreSQL migrations 2 and 3)."""
+    PostgreSQL migrations 2 and 3). ``key``: the store's own audit key (made by the first
+    append that finds none; security/audit_key.py), or a given one (a staged copy is verified
+    under the live store's key), or None for an unkeyed chain."""
 
-    def __init__(self, store: AuditStore) -> None:
+    def __init__(self, store: AuditStore, *, key: AuditKey | Literal["store"] | None = "store"):
         self.store = store
+        self._key = key
+
+    def key(self) -> AuditKey | None:
+        """The key records are chained under (None: unkeyed)."""
+        return audit_key.load(audit_key.key_path(self.store)) if self._key == "store" else self._key
+
+    def _key_for(self, next_id: int) -> AuditKey | None:
+        if self._key != "store":
+            return self._key
+        path = audit_key.key_path(self.store)
+        return None if path is None else audit_key.load_or_create(path, next_id)
 
     # -- writing ----------------------------------------------------------------------------
     def record(
@@ -120,7 +139,7 @@ class AuditLog:
             fields["id"] = int(last["id"]) + 1 if last else 1
             fields["prev_hash"] = str(last["hash"]) if last else GENESIS_HASH
             fields["time"] = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
-            digest = chain_hash(fields["prev_hash"], fields)
+            digest = chain_hash(fields["prev_hash"], fields, self._key_for(fields["id"]))
             conn.execute(
                 "INSERT INTO audit_log (id, time, actor, session, action, query_hash, doc_ids,"
                 " tiers, draft_id, decision, detail, prev_hash, hash)"
@@ -198,6 +217,7 @@ class AuditLog:
         """Recompute the chain up to the head recorded in ``meta``; the first bad record wins."""
         head = self.store.get_meta(HEAD_KEY)  # read first: records appended later are not checked
         head_id, head_hash = split_head(head)
+        key = self.key()
         prev_id, prev_hash, checked = 0, GENESIS_HASH, 0
         while True:
             rows = self.store.query(
@@ -205,7 +225,7 @@ class AuditLog:
                 (prev_id, head_id, _PAGE),
             )
             for row in rows:
-                bad = check_row(row, prev_id, prev_hash)
+                bad = check_row(row, prev_id, prev_hash, key)
                 if bad is not None:
                     return AuditVerification(False, checked, bad[0], bad[1])
                 checked += 1

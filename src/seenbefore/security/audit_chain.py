@@ -1,6 +1,7 @@
 """The audit log's hash chain: the record type, the canonical JSON every hash is taken over,
 and the check of one stored row against the record before it (security/audit.py writes and
-verifies the chain)."""
+verifies the chain). A record the store's audit key covers (security/audit_key.py) is chained
+by HMAC-SHA256 under it, every other by SHA-256."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from seenbefore.security.audit_key import AuditKey
 from seenbefore.storage.sqlport import SqlRow
 
 GENESIS_HASH = "0" * 64
@@ -55,9 +57,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def chain_hash(prev_hash: str, body: Mapping[str, Any]) -> str:
-    """sha256 of the previous hash followed by the canonical JSON of the record's fields."""
-    return hashlib.sha256((prev_hash + canonical_json(dict(body))).encode("utf-8")).hexdigest()
+def chain_hash(prev_hash: str, body: Mapping[str, Any], key: AuditKey | None = None) -> str:
+    """sha256 of the previous hash followed by the canonical JSON of the record's fields; an
+    HMAC-SHA256 under ``key`` instead when the key covers the record's id."""
+    message = (prev_hash + canonical_json(dict(body))).encode("utf-8")
+    if key is not None and key.covers(int(body["id"])):
+        return key.mac(message)
+    return hashlib.sha256(message).hexdigest()
 
 
 def split_head(head: str | None) -> tuple[int, str | None]:
@@ -74,7 +80,9 @@ def parse_row(row: SqlRow) -> dict[str, Any]:
     return data
 
 
-def check_row(row: SqlRow, prev_id: int, prev_hash: str) -> tuple[int, str] | None:
+def check_row(
+    row: SqlRow, prev_id: int, prev_hash: str, key: AuditKey | None = None
+) -> tuple[int, str] | None:
     rid = int(row["id"])
     if rid != prev_id + 1:
         return rid, (
@@ -87,8 +95,14 @@ def check_row(row: SqlRow, prev_id: int, prev_hash: str) -> tuple[int, str] | No
     except (TypeError, ValueError) as exc:
         return rid, f"record {rid} holds unreadable JSON ({exc}): it was edited"
     stored = data.pop("hash")
-    if chain_hash(prev_hash, data) != stored:
-        return rid, f"record {rid}'s content does not match its hash: it was edited"
+    if chain_hash(prev_hash, data, key) != stored:
+        keyed = key is not None and key.covers(rid)
+        return rid, f"record {rid}'s content does not match its hash: it was edited" + (
+            f" (or re-hashed without the audit key {key.path})"
+            if keyed and key is not None
+            else " (or it was chained under an audit key this home does not hold: an audit.key "
+            "beside the store it came from)"
+        )
     return None
 
 

@@ -56,6 +56,7 @@ from seenbefore.service.routers import (
 )
 from seenbefore.service.sampling import LOG_NAME, InvestigationSampler
 from seenbefore.service.sessions import SessionSigner, store_secret
+from seenbefore.service.work_budget import MIB, WorkBudget
 from seenbefore.storage.factory import open_store
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ def open_state(
         log.info("resumed %d interrupted reviews", len(resumed))
     shared = base.store.shared_buckets()  # PostgreSQL: one limit across replicas
     state.limiter.share(shared)
+    state.investigations.share(shared)
     state.failures.share(shared)
     state.tokens = TokenStore(base.store)
     state.audit = AuditLog(base.store)
@@ -173,6 +175,14 @@ def new_state(cfg: Settings) -> ServiceState:
             what="failed authentications per minute from this address",
         ),
         sampler=InvestigationSampler(cfg.home / "logs" / LOG_NAME, cfg.log_sample_fraction),
+        detect_budget=WorkBudget(
+            concurrency=cfg.detect_concurrency, memory_bytes=cfg.detect_memory_mib * MIB
+        ),
+        investigations=RateLimiter(
+            cfg.investigations_per_minute,
+            setting="SEENBEFORE_INVESTIGATIONS_PER_MINUTE",
+            what="investigations per minute for this principal",
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from seenbefore.service.metrics import ServiceMetrics
 from seenbefore.service.ratelimit import RateLimiter
 from seenbefore.service.sampling import InvestigationSampler
 from seenbefore.service.sessions import SESSION_COOKIE, Session, SessionSigner
+from seenbefore.service.work_budget import WorkBudget
 
 if TYPE_CHECKING:
     from seenbefore.review.workflow import ReviewWorkflow
@@ -44,6 +45,8 @@ class ServiceState:
     limiter: RateLimiter
     sampler: InvestigationSampler
     failures: RateLimiter  # failed authentications per client address
+    detect_budget: WorkBudget  # concurrent /v1/detect requests and their memory
+    investigations: RateLimiter  # investigations started per principal (via /v1/detect)
     kb: KnowledgeBase | None = None
     tokens: TokenStore | None = None
     audit: AuditLog | None = None

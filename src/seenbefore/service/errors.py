@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from seenbefore.errors import (
     AccountRequired,
     AuthError,
+    BusyError,
     ConfigError,
     ConflictError,
     ForbiddenError,
@@ -41,6 +42,7 @@ STATUS_BY_ERROR: tuple[tuple[type[SeenbeforeError], int, str], ...] = (
     (ForbiddenError, 403, "forbidden"),
     (NotFoundError, 404, "not-found"),
     (ConflictError, 409, "conflict"),
+    (BusyError, 503, "busy"),
     (RateLimitedError, 429, "rate-limited"),
     (StoreError, 503, "store-unavailable"),
     (ConfigError, 500, "configuration"),

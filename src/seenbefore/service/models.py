@@ -201,6 +201,7 @@ class DetectedAnomaly(AnomalyIn):
     signature: str
     severity_reasons: list[str] = Field(default_factory=list)
     review_id: str | None = None  # with ``investigate``: the investigation started for it
+    investigation_skipped: str | None = None  # with ``investigate``: why none was started
 
 
 class DetectOut(BaseModel):
@@ -212,6 +213,8 @@ class DetectOut(BaseModel):
     anomalies: list[DetectedAnomaly]
     duplicates: int
     suppressed: list[dict[str, str]]
+    investigations_started: int = 0  # with ``investigate``: new ones (repeats are found)
+    investigations_skipped: int = 0  # past the per-request or per-minute cap
 
 
 class AlertmanagerAlert(BaseModel):

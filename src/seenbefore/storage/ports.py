@@ -242,10 +242,17 @@ class Admin(Protocol):
 
     def backup(self, target: str | Path) -> None: ...
 
-    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
+    def restore(
+        self,
+        source: str | Path,
+        verify: RestoreCheck | None = None,
+        carry: RestoreCheck | None = None,
+    ) -> None:
         """Replace the content with a backup; ``verify`` runs on the checked copy, opened as a
         store, before anything is replaced, and refuses the backup by raising (the CLI checks
-        the audit chain there: security sits above storage)."""
+        the audit chain there: security sits above storage); ``carry`` then writes into the
+        copy what must survive from the live store (the CLI: its audit log, tokens and
+        sessions, security/restore_guard.py)."""
         ...
 
 

@@ -157,9 +157,16 @@ class _FuzzyART:
     @classmethod
     def load(cls, dim: int, max_categories: int, state: Mapping[str, Any]) -> _FuzzyART:
         art = cls(dim, max_categories)
-        art.W = np.asarray(unpack(state["W"]), dtype=np.float64).reshape(-1, 2 * dim)
+        w = np.asarray(unpack(state["W"]), dtype=np.float64)
         art.labels = [int(v) for v in state["labels"]]
         art.used = [int(v) for v in state["used"]]
+        if w.size != len(art.labels) * 2 * dim or len(art.used) != len(art.labels):
+            raise InputError(
+                f"ARTime's saved categories: {w.size} weights, {len(art.labels)} labels and "
+                f"{len(art.used)} last uses, expected {2 * dim} weights per label and a use each: "
+                "the state is damaged, start the series afresh"
+            )
+        art.W = w.reshape(-1, 2 * dim)
         art.clusters = int(state["clusters"])
         art.rho_lb, art.rho_ub = (float(v) for v in state["rho"])
         art.steps = int(state["steps"])
@@ -478,6 +485,12 @@ class ARTimeStream:
         s._med, s._below, s._above = (int(v) for v in state["median"])
         s._fwin.extend(float(v) for v in state["fwin"])
         held = np.asarray(unpack(state["probation_features"]), dtype=np.float64)
+        if held.size % (2 * s.window) or held.size > 2 * s.window * s.trend:
+            raise InputError(
+                f"ARTime's saved probation features hold {held.size} values, expected whole "
+                f"rows of {2 * s.window} and at most {s.trend} rows: the state is damaged, start "
+                "the series afresh"
+            )
         s._probation_features = list(held.reshape(-1, 2 * s.window))
         s.art = _FuzzyART.load(2 * s.window, s.max_categories, state["art"])
         s._last_anomaly_i = int(state["last_anomaly"][0])

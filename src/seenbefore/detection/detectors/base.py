@@ -35,13 +35,18 @@ def check_series(X: Any, name: str) -> Array:
     return x
 
 
+MIN_SPAN = 1e-300  # far below any measurement; a span under it is treated as flat
+
+
 def probation_range(x: Array, probation: int) -> tuple[float, float]:
     """(low, step-free span) of the first ``probation`` rows: the range quantisers use.
-    A flat start gets a span of 1 % of its level (or 1), so quantising never divides by 0."""
+    A flat start gets a span of 1 % of its level (or 1), so quantising never divides by 0; so
+    does a span under :data:`MIN_SPAN` (subnormal numbers, whose span divided by a bin count
+    rounds to 0)."""
     head = x[: max(1, probation)]
     lo, hi = float(head.min()), float(head.max())
     span = hi - lo
-    if span <= 0.0:
+    if span < MIN_SPAN:
         span = max(0.01 * abs(lo), 1.0)
     return lo, span
 

@@ -415,7 +415,12 @@ class PostgresStore(JsonSettings):
             f" `seenbefore migrate --from {self.url} --sqlite {target}`"
         )
 
-    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
+    def restore(
+        self,
+        source: str | Path,
+        verify: RestoreCheck | None = None,
+        carry: RestoreCheck | None = None,
+    ) -> None:
         raise StoreError(
             f"store {self.url} is PostgreSQL: restore with pg_restore, or copy a SQLite store"
             f" into it with `seenbefore migrate --to {self.url} --sqlite {source}`"

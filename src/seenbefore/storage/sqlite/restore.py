@@ -20,9 +20,15 @@ that passed every check is written into the live file. A refused backup leaves t
    - readable: the copy, opened as a store (so migrated), is read through the store's own
      readers (documents, sections, chunks, vectors, quarantine, settings);
    - the caller's check, ``verify``, on the copy opened as a store. Storage sits below security,
-     so the audit chain is verified by the caller: ``seenbefore restore`` (cli/admin.py) passes
-     ``AuditLog(copy).verify()`` from security/audit.py.
-3. Swap. The copy's generation is set past both its own and the live store's, then the copy is
+     so the audit chain is checked by the caller: ``seenbefore restore`` (cli/admin.py) passes
+     security/restore_guard.py's check (the chain verifies under the live home's audit key and
+     agrees with the live chain; every token is one the live store issued).
+   - then the caller's ``carry`` writes into the copy what must survive from the live store
+     (restore_guard.py: the live audit records after the backup's, the live tokens and their
+     revocations, the web sessions).
+3. Swap. Unless the live audit chain's head moved since the restore began (another process
+   wrote: what was carried would be lost, so the restore is refused), the copy's generation
+   is set past both its own and the live store's, then the copy is
    written into the live database with the online backup API, through the live connection.
 
 Why the backup API into the live file and not an atomic rename of the copy over it: the store
@@ -80,14 +86,17 @@ def restore(
     *,
     open_copy: Callable[[Path], Store],
     verify: RestoreCheck | None = None,
+    carry: RestoreCheck | None = None,
 ) -> None:
     """Replace ``conn``'s database with the backup ``source`` once a copy of it passed every
-    check; ``open_copy`` opens (and migrates) a store on the copy, ``verify`` is the caller's."""
+    check; ``open_copy`` opens (and migrates) a store on the copy, ``verify`` is the caller's,
+    ``carry`` writes into the checked copy what must survive from the live store."""
     source_path = Path(source)
     if not source_path.is_file():
         raise NotFoundError(f"backup {source_path} does not exist; give the file `backup` wrote")
     parent = None if live is None else live.parent
     prefix = f".{live.name if live else 'kb.sqlite'}.restore-"
+    head = _audit_head(conn, lock)  # what carry reads must still be the live head at the swap
     with tempfile.TemporaryDirectory(dir=parent, prefix=prefix) as scratch:
         copy = Path(scratch) / "backup.sqlite"
         _stage(source_path, copy)
@@ -97,6 +106,8 @@ def restore(
                 _read_through(staged)
                 if verify is not None:
                     verify(staged)
+                if carry is not None:
+                    carry(staged)
         except SeenbeforeError:
             raise
         except _UNREADABLE as exc:
@@ -105,7 +116,7 @@ def restore(
                 f"holds rows this seenbefore cannot read ({type(exc).__name__}: {exc})",
                 "every document, chunk, vector and setting must be readable",
             ) from exc
-        _swap(copy, source_path, conn, lock)
+        _swap(copy, source_path, conn, lock, head)
 
 
 def _stage(source: Path, copy: Path) -> None:
@@ -232,12 +243,21 @@ def _read_through(staged: Store) -> None:
     staged.chunks_changed()
 
 
-def _swap(copy: Path, source: Path, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+def _swap(
+    copy: Path, source: Path, conn: sqlite3.Connection, lock: threading.RLock, head: str | None
+) -> None:
     """Set the copy's generation past both stores', then write it into the live database in one
-    transaction (the online backup API through the live connection)."""
+    transaction (the online backup API through the live connection), unless the live audit log
+    moved since the restore began (another process wrote: what was carried would be lost)."""
     src = sqlite3.connect(copy, isolation_level=None)
     try:
         with lock:
+            if _audit_head(conn, lock) != head:
+                raise StoreError(
+                    f"{REFUSED}: the live audit log grew while {source} was being checked (another"
+                    " process is writing to this store); stop `seenbefore serve` and other"
+                    " commands on it, then restore again"
+                )
             live_generation = _generation(conn)
             restored = max(live_generation, _generation(src)) + 1
             src.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (str(restored),))
@@ -249,6 +269,14 @@ def _swap(copy: Path, source: Path, conn: sqlite3.Connection, lock: threading.RL
         ) from exc
     finally:
         src.close()
+
+
+def _audit_head(conn: sqlite3.Connection, lock: threading.RLock) -> str | None:
+    """The live audit chain's head (meta ``audit_head``), read fresh (not from a stale
+    snapshot: the WAL is read at its newest commit)."""
+    with lock:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'audit_head'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def _generation(conn: sqlite3.Connection) -> int:

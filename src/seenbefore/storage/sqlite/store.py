@@ -497,12 +497,24 @@ class SQLiteStore(JsonSettings):
                 (ingested_at, updated_at, doc_id),
             )
 
-    def restore(self, source: str | Path, verify: RestoreCheck | None = None) -> None:
+    def restore(
+        self,
+        source: str | Path,
+        verify: RestoreCheck | None = None,
+        carry: RestoreCheck | None = None,
+    ) -> None:
         """Replace this store's content with a backup taken by :meth:`backup`, once a copy of
         it passed every check (storage/sqlite/restore.py) and ``verify`` (the caller's own, on
-        the copy opened as a store: the CLI checks the audit chain there)."""
+        the copy opened as a store: the CLI checks the audit chain there), with what ``carry``
+        wrote into the copy (the CLI: the live audit log, tokens and sessions)."""
         sqlite_restore.restore(
-            self._conn, self._lock, self.local_file, source, open_copy=SQLiteStore, verify=verify
+            self._conn,
+            self._lock,
+            self.local_file,
+            source,
+            open_copy=SQLiteStore,
+            verify=verify,
+            carry=carry,
         )
         self._migrate()
         with self._write(everything=True):

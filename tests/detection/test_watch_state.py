@@ -1,0 +1,228 @@
+"""A hostile or odd `watch` state file (issue 33) is refused with the field it got wrong, never a
+traceback: wrong types (8 kinds of traceback before), a NaN (which made every later save fail),
+a zlib bomb (590 KB peaked at 2.5 GB), a cursor in the future (which silently scored nothing
+forever), damaged triage memory; and a property test: any one field of a real state replaced by
+any JSON value either loads and keeps scoring and saving, or is refused with InputError."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import tracemalloc
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seenbefore.detection.live_watch import Watcher, load_state, save_state
+from seenbefore.detection.packed import pack
+from seenbefore.errors import InputError
+from tests.detection.test_live_watch import BASE_MS, POLLS, FakePrometheus, _at, _settings
+
+
+def _saved() -> dict[str, Any]:
+    """A real state two polls in: learning done, ARTime categories founded, an anomaly seen."""
+    watcher = Watcher(_settings(), FakePrometheus())
+    watcher.poll(POLLS[0])
+    watcher.poll(POLLS[1])
+    state: dict[str, Any] = json.loads(json.dumps(watcher.to_state(), allow_nan=False))
+    return state
+
+
+SAVED = _saved()
+KEY = next(iter(SAVED["series"]))
+
+
+def _series(state: dict[str, Any]) -> dict[str, Any]:
+    one: dict[str, Any] = state["series"][KEY]
+    return one
+
+
+def _set(edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    state = copy.deepcopy(SAVED)
+    edit(state)
+    return state
+
+
+EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "polls as text": (lambda s: s.update(polls="3"), "state.polls is '3'"),
+    "cursor as text": (lambda s: s["cursor"].update({"demo_queue_depth": "soon"}), "cursor"),
+    "score as text": (lambda s: _series(s).update(last_score="high"), "last_score"),
+    "seen as a float": (lambda s: _series(s).update(seen=2.5), ".seen is 2.5"),
+    "event as a list": (lambda s: _series(s).update(event=[1, 2]), ".event is [1, 2]"),
+    "hold as text": (lambda s: _series(s).update(hold="x"), ".hold is 'x'"),
+    "level of one": (lambda s: _series(s).update(level=[1.0]), ".level is [1.0]"),
+    "level scale 0": (lambda s: _series(s).update(level=[100.0, 0.0]), "level[1] is 0.0"),
+    "labels as numbers": (lambda s: _series(s)["labels"].update(pod=1), "labels['pod'] is 1"),
+    "detector as null": (lambda s: _series(s).update(detector=None), ".detector is None"),
+    "t negative": (lambda s: _series(s)["detector"].update(t=-1), ".detector.t is -1"),
+    "t out of step": (lambda s: _series(s)["detector"].update(t=7), "values.count"),
+    "params edited": (
+        lambda s: _series(s)["detector"]["params"].update(history=10**12),
+        "detector.params",
+    ),
+    "hist short": (
+        lambda s: _series(s)["detector"]["artime"].update(hist=[0, 1]),
+        "artime.hist is [0, 1]",
+    ),
+    "median off": (
+        lambda s: _series(s)["detector"]["artime"]["median"].__setitem__(0, 79),
+        "artime.median",
+    ),
+    "unknown key": (lambda s: _series(s).update(extra=1), "unknown ['extra']"),
+    "missing key": (lambda s: _series(s).pop("recent"), "missing ['recent']"),
+    "packed as a list": (lambda s: _series(s).update(recent=[1.0]), ".recent is [1.0]"),
+    "packed NaN": (lambda s: _series(s).update(recent=pack([1.0, float("nan")])), "holds nan"),
+    "series key not its labels": (
+        lambda s: s["series"].update({"other": s["series"].pop(KEY)}),
+        "series_key",
+    ),
+    "query not watched": (lambda s: _series(s).update(query="rm -rf"), "watched queries"),
+    "triage wrong": (
+        lambda s: s.update(triage={"version": 1, "last": {"k": {"id": 1}}, "openings": {}}),
+        "triage memory",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_a_wrong_field_is_refused_naming_it(name: str) -> None:
+    edit, expected = EDITS[name]
+    with pytest.raises(InputError) as refused:
+        Watcher.from_state(_set(edit), _settings(), FakePrometheus())
+    assert expected in str(refused.value)
+    assert "give another --state or delete it" in str(refused.value) or "afresh" in str(
+        refused.value
+    )
+
+
+def test_the_real_state_loads_and_scores_on() -> None:
+    watcher = Watcher.from_state(copy.deepcopy(SAVED), _settings(), FakePrometheus())
+    assert watcher.poll(POLLS[2]).points == 150
+
+
+def test_nan_in_the_file_is_refused_when_read(tmp_path: Path) -> None:
+    """JSON's NaN once loaded into last_score, and every save after it failed."""
+    path = tmp_path / "state.json"
+    text = json.dumps(SAVED).replace('"last_score": ', '"last_score": NaN, "x": ', 1)
+    path.write_text(text)
+    with pytest.raises(InputError, match="NaN is no number a state holds"):
+        load_state(path)
+    path.write_text(json.dumps(SAVED).replace('"polls": 2', '"polls": Infinity'))
+    with pytest.raises(InputError, match="Infinity"):
+        load_state(path)
+
+
+def test_a_zlib_bomb_is_refused_without_inflating_it() -> None:
+    """~100 KB of base64 that inflates to 800 MB: refused after at most 16 MiB."""
+    bomb = "f8z:" + base64.b64encode(zlib.compress(bytes(8 * 10**8), 9)).decode()
+    assert len(bomb) < 1_200_000
+    state = _set(lambda s: _series(s).update(recent=bomb))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="more than 2,097,152 values"):
+            Watcher.from_state(state, _settings(), FakePrometheus())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, peak
+
+
+def test_an_oversized_file_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seenbefore.detection import watch_state
+
+    monkeypatch.setattr(watch_state, "MAX_STATE_BYTES", 1000)
+    path = tmp_path / "state.json"
+    save_state(path, SAVED)
+    with pytest.raises(InputError, match=r"bytes, over the 1,000 a watch state may be"):
+        load_state(path)
+
+
+def test_a_cursor_or_a_last_point_after_now_is_refused() -> None:
+    """A cursor in the future made every poll read nothing, silently, until that time came."""
+    now = _at(BASE_MS + 400_000)
+    later = BASE_MS + 10 * 86_400_000
+    ahead = _set(lambda s: s["cursor"].update({"demo_queue_depth": later}))
+    with pytest.raises(InputError, match=r"state.cursor\['demo_queue_depth'\] is .* after now"):
+        Watcher.from_state(ahead, _settings(), FakePrometheus(), now=now)
+    last = _set(lambda s: _series(s).update(last_ms=later))
+    with pytest.raises(InputError, match=r"last_ms is .* after now"):
+        Watcher.from_state(last, _settings(), FakePrometheus(), now=now)
+    # one step ahead is a clock's jitter, not a future
+    near = _set(lambda s: s["cursor"].update({"demo_queue_depth": BASE_MS + 351_000}))
+    Watcher.from_state(near, _settings(), FakePrometheus(), now=_at(BASE_MS + 350_000))
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value (objects' keys and lists' items, the leaves included)."""
+    found = [path] if path else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += _paths(v, (*path, k))
+    elif isinstance(value, list) and len(value) <= 12:  # long lists: their place, not each item
+        for i, v in enumerate(value):
+            found += _paths(v, (*path, i))
+    return found
+
+
+PATHS = _paths(SAVED)
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.sampled_from([0, 1, -1, 2, 7, 80, 1e308, -1e308, 1e-320, 0.5, 10**15 + 1]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.sampled_from(["f8z:", "f8z:eJwDAAAAAAE=", pack([1.0] * 3), pack([1e300, -1e300])]),
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@given(st.sampled_from(PATHS), json_value)
+def test_any_one_field_replaced_loads_and_runs_or_is_refused(
+    path: tuple[Any, ...], value: Any
+) -> None:
+    state = copy.deepcopy(SAVED)
+    parent = state
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    try:
+        watcher = Watcher.from_state(state, _settings(), FakePrometheus())
+    except InputError:
+        return
+    watcher.poll(POLLS[2])  # anything accepted scores on ...
+    json.dumps(watcher.to_state(), allow_nan=False)  # ... and saves
+
+
+def test_the_cli_says_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from seenbefore.cli import watch_live
+    from seenbefore.cli.app import app
+
+    monkeypatch.setattr(watch_live, "prometheus_reader", lambda url: FakePrometheus())
+    state = tmp_path / "s.json"
+    bad = _set(lambda s: _series(s).update(event=[1, 2]))
+    bad["settings"] = json.loads(json.dumps(bad["settings"]))
+    state.write_text(json.dumps(bad))
+    args = ["watch", "--prometheus", "http://prom.test", "--query", "demo_queue_depth"]
+    args += ["--step", "1s", "--since", "200s", "--learning", "100", "--once"]
+    result = CliRunner().invoke(app, [*args, "--state", str(state)])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert ".event is [1, 2]" in result.output, result.output

@@ -148,11 +148,11 @@ def watch_settings() -> WatchSettings:
 def test_the_live_watcher_applies_the_same_rule() -> None:
     x = daily(6, seed=2)
     blip = 4 * DAY + 5
-    x[blip] += 40  # one point, at night
+    x[blip] += 75  # one point, at night, beyond the day's range (the range member fires)
     shift = 5 * DAY + 20
     x[shift:] += 30
     settings = watch_settings()
-    assert settings.day == DAY and settings.day_stride == 1
+    assert settings.day == DAY and settings.rule().day_stride == 1
     watcher = Watcher(settings, Replay(x))
     polled = watcher.poll(T0 + len(x) * STEP)
     [scores] = polled.scores.values()
@@ -163,7 +163,7 @@ def test_the_live_watcher_applies_the_same_rule() -> None:
     days = {s // DAY for s in starts}
     assert days <= {5}, starts  # nothing on the ordinary days: the ramp is yesterday's ramp
     [series] = watcher.series.values()
-    assert len(series.day) == DAY
+    assert len(series.confirmer.day[0]) == DAY + series.confirmer.rule.back  # a day, and 3 more
 
 
 def test_the_live_watcher_joins_a_fire_inside_a_lasting_shift_to_its_anomaly() -> None:
@@ -179,10 +179,10 @@ def test_the_live_watcher_joins_a_fire_inside_a_lasting_shift_to_its_anomaly() -
     [anomaly] = polled.anomalies
     assert shift <= round((anomaly.start - T0) / STEP) <= shift + 2
     [series] = watcher.series.values()
-    assert series.hold is not None  # still lasting at the end, and kept in the state file
+    assert series.confirmer.hold is not None  # still lasting at the end, kept in the state file
     assert (
         Watcher.from_state(watcher.to_state(), settings, Replay(x))
         .series[next(iter(watcher.series))]
-        .hold
-        == series.hold
+        .confirmer.hold
+        == series.confirmer.hold
     )

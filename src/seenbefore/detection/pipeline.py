@@ -42,7 +42,9 @@ class DetectionParams:
     seed: int = 0
     events: EventPolicy = field(default_factory=EventPolicy)
     detector: str = "ensemble"  # or "iforest"
-    probation: int | None = None  # ensemble learning period; None: ensemble.learning_period
+    probation: int | None = (
+        None  # ensemble learning period; None: service_ensemble.DEFAULT_LEARNING
+    )
 
 
 @dataclass
@@ -99,46 +101,48 @@ def detect(
             "simulating)"
         )
     step = median_step(telemetry.timestamps)
-    learning = ens.learning_period(n, params.probation, step) if ensemble else params.train_minutes
-    policy = ens.ENSEMBLE_POLICY if ensemble else params.events
-    season = ens.confirmation_season(n, step) if ensemble else None
+    learning = ens.learning_period(params.probation) if ensemble else params.train_minutes
     anomalies: list[Anomaly] = []
     hits: list[RuleHit] = []
     scores: dict[str, Array] = {}
-    unconfirmed = 0
+    unconfirmed: list[dict[str, Any]] = []
     for service in sorted(telemetry.series):
         spec = telemetry.services[service]
         metrics, X = telemetry.matrix(service)
-        if ensemble:
-            s, _ = ens.score_service(X, probation=learning)
-            level_median, level_scale = ens.learned_level(X, learning)
+        if ensemble:  # point by point: the rule of detection/confirm.py, as `watch` runs it
+            run = ens.run_service(
+                service=service,
+                cloud=spec.cloud,
+                region=spec.region,
+                timestamps=telemetry.timestamps,
+                metrics=metrics,
+                X=X,
+                learning=learning,
+                step_seconds=step,
+            )
+            scores[service] = run.scores
+            anomalies += run.anomalies
+            unconfirmed += run.unconfirmed
         else:
             detector = WindowIsolationForest(
                 window=params.window, n_estimators=params.n_estimators, random_state=params.seed
             ).fit(X[:learning])
             s = np.zeros(n)
             s[learning:] = detector.anomaly_score(X, start=learning)
-            level_median, level_scale = detector.level_median_, detector.level_scale_
-        scores[service] = s
-        found = build_anomalies(
-            service=service,
-            cloud=spec.cloud,
-            region=spec.region,
-            timestamps=telemetry.timestamps,
-            metrics=metrics,
-            X=X,
-            # the ensemble scores every point; its anomalies open after the learning period
-            scores=np.where(np.arange(n) >= learning, s, 0.0) if ensemble else s,
-            window=params.window,
-            policy=policy,
-            level_median=level_median,
-            level_scale=level_scale,
-            season=season,
-        )
-        if ensemble:  # confirmed: some metric deviates (see service_ensemble)
-            unconfirmed += sum(not a.deviations for a in found)
-            found = [a for a in found if a.deviations]
-        anomalies += found
+            scores[service] = s
+            anomalies += build_anomalies(
+                service=service,
+                cloud=spec.cloud,
+                region=spec.region,
+                timestamps=telemetry.timestamps,
+                metrics=metrics,
+                X=X,
+                scores=s,
+                window=params.window,
+                policy=params.events,
+                level_median=detector.level_median_,
+                level_scale=detector.level_scale_,
+            )
         hits += [
             h
             for h in evaluate_rules(
@@ -157,7 +161,8 @@ def detect(
     matches = {a.id: _match(a, telemetry.incidents) for a in result.kept}
     ran = _describe(params, telemetry.timestamps, learning)
     if ensemble:
-        ran["unconfirmed_fires"] = unconfirmed
+        ran["unconfirmed_fires"] = len(unconfirmed)
+        ran["unconfirmed"] = unconfirmed
     return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches, ran)
 
 

@@ -19,8 +19,9 @@ a fresh one (a stale baseline confirms nothing).
 slow drift that the baseline window followed, its z against the learned level reaches 10 and is
 twice the windowed one -- and, once a day of points has been seen, it is also ``deviation_z``
 (in the same scale) from the value one day earlier (a daily ramp is no anomaly). The event
-becomes an anomaly when one metric has deviated on ``sustain`` points; the anomaly names the
-metrics that have, and starts at the first point one of them deviated. A fire that closes
+becomes an anomaly when one metric has deviated on ``sustain`` points, each within
+``close_after`` points of the one before (a lone earlier point is forgotten); the anomaly names
+the metrics that have, and starts at the first of those points. A fire that closes
 without that is **unconfirmed**, with the reason (:attr:`Unconfirmed.why`).
 
 **Lasting.** An anomaly lasts until its metrics have been back for ``close_after`` points in a
@@ -116,7 +117,20 @@ class Ended:
     at: int
 
 
-Outcome = Confirmed | Unconfirmed | Ended
+@dataclass(frozen=True)
+class Described:
+    """A confirmed event at the end of its ``lead`` points (or when it closed, or the series
+    ended): every metric that deviated on ``sustain`` points in it by then, at its peak; for
+    the anomaly that started at ``start`` (``joined``: one it joined)."""
+
+    start: int
+    score: float
+    deviations: tuple[Deviation, ...]
+    normal: tuple[str, ...]
+    joined: bool = False
+
+
+Outcome = Confirmed | Unconfirmed | Ended | Described
 
 
 @dataclass
@@ -131,7 +145,11 @@ class _Event:
     best: list[tuple[float, float, float, float] | None] = field(default_factory=list)
     largest: list[float] = field(default_factory=list)  # max |z| per metric
     yesterday: list[int] = field(default_factory=list)  # points held back by the day check
+    last_hit: list[int] = field(default_factory=list)  # index of each metric's latest hit
     confirmed: bool = False
+    anomaly: int | None = None  # start stamp of the anomaly it confirmed or joined
+    joined: bool = False
+    described: bool = False
 
 
 def _fmt(v: float) -> str:
@@ -157,6 +175,7 @@ class Confirmer:
         self.event: _Event | None = None
         # the anomaly that lasts: its start stamp, metric -> (baseline, scale, sign)
         self.hold: tuple[int, dict[int, tuple[float, float, float]]] | None = None
+        self.ended: list[Ended] = []  # a lasting anomaly another one replaced (said next)
         self.back = 0  # points in a row the lasting anomaly's metrics have been back
         self.back_since: int | None = None  # stamp of the first of them
 
@@ -199,11 +218,21 @@ class Confirmer:
                     if event.quiet >= p.close_after:
                         if not event.confirmed:
                             out.append(self._unconfirmed(event, stamp, ""))
+                        elif not event.described:
+                            out.append(self._described(event))
                         event = self.event = None
             if event is not None and t < event.t + rule.lead:
                 found = self._look(event, values, stamp)
                 if found is not None:
                     out.append(found)
+            out[:0], self.ended = self.ended, []
+            if (
+                event is not None
+                and event.confirmed
+                and not event.described
+                and t + 1 >= event.t + rule.lead
+            ):
+                out.append(self._described(event))
         for j, v in enumerate(values):
             self.recent[j].append(float(v))
             if t % rule.day_stride == 0:
@@ -235,6 +264,7 @@ class Confirmer:
             best=[None] * k,
             largest=[0.0] * k,
             yesterday=[0] * k,
+            last_hit=[-1] * k,
         )
 
     def _z(self, j: int, value: float, event: _Event) -> tuple[float, float, float] | None:
@@ -296,6 +326,10 @@ class Confirmer:
             if not self._day_apart(j, v, scale, ago):
                 event.yesterday[j] += 1
                 continue
+            if event.last_hit[j] >= 0 and self.t - ago - event.last_hit[j] > p.close_after:
+                # a lone earlier hit is not where a sustained deviation began: start afresh
+                event.hits[j], event.first[j], event.best[j] = 0, None, None
+            event.last_hit[j] = self.t - ago
             event.hits[j] += 1
             if event.first[j] is None:
                 event.first[j] = stamp
@@ -318,9 +352,39 @@ class Confirmer:
             if self.rule.join_any or set(named) <= set(held):
                 for j in named:
                     held.setdefault(j, self._holding(j, event))
+                event.anomaly, event.joined = held_start, True
                 return Confirmed(held_start, now, event.score, deviations, normal, joined=True)
+        if self.hold is not None:  # another incident: the one that lasted is over for the rule
+            self.ended.append(Ended(self.hold[0], now))
+            self.back, self.back_since = 0, None
         self.hold = (start, {j: self._holding(j, event) for j in named})
+        event.anomaly = start
         return Confirmed(start, now, event.score, deviations, normal)
+
+    def _described(self, event: _Event) -> Described:
+        """The confirmed ``event`` as it stands: every metric that has deviated on ``sustain``
+        points (these join how long its anomaly lasts), at its peak."""
+        p = self.rule.policy
+        assert event.anomaly is not None
+        event.described = True
+        named = [j for j, h in enumerate(event.hits) if h >= max(1, p.sustain)]
+        if self.hold is not None and self.hold[0] == event.anomaly:
+            for j in named:
+                self.hold[1].setdefault(j, self._holding(j, event))
+        normal = tuple(
+            m
+            for j, m in enumerate(self.metrics)
+            if m in KEY_METRICS and j not in named and event.largest[j] < p.normal_z
+        )
+        deviations = tuple(self._deviation(j, event) for j in named)
+        return Described(event.anomaly, event.score, deviations, normal, event.joined)
+
+    def finish(self) -> Described | None:
+        """At the end of a series: the open confirmed event as it stands, if not yet said."""
+        event = self.event
+        if event is None or not event.confirmed or event.described:
+            return None
+        return self._described(event)
 
     def _holding(self, j: int, event: _Event) -> tuple[float, float, float]:
         best = event.best[j]
@@ -448,7 +512,11 @@ def _event_state(event: _Event) -> dict[str, Any]:
         "best": [list(b) if b else None for b in event.best],
         "largest": event.largest,
         "yesterday": event.yesterday,
+        "last_hit": event.last_hit,
         "confirmed": event.confirmed,
+        "anomaly": event.anomaly,
+        "joined": event.joined,
+        "described": event.described,
     }
 
 
@@ -470,5 +538,9 @@ def _event_load(state: Mapping[str, Any]) -> _Event:
         best=[four(b) for b in state["best"]],
         largest=[float(v) for v in state["largest"]],
         yesterday=[int(v) for v in state["yesterday"]],
+        last_hit=[int(v) for v in state["last_hit"]],
         confirmed=bool(state["confirmed"]),
+        anomaly=None if state["anomaly"] is None else int(state["anomaly"]),
+        joined=bool(state["joined"]),
+        described=bool(state["described"]),
     )

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seenbefore.detection.confirm import Confirmed, Confirmer, Ended, Rule, Unconfirmed
+from seenbefore.detection.confirm import Confirmed, Confirmer, Rule, Unconfirmed
 from seenbefore.detection.ensemble import EVENT_PARAMS, points_per_day
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import MIN_HISTORY, robust_level  # min values for a windowed z
@@ -263,8 +263,8 @@ class Watcher:
                     result.unconfirmed.append(
                         Fire(series.name, _at(outcome.start), outcome.score, outcome.why)
                     )
-                elif isinstance(outcome, Ended):
-                    pass  # the anomaly was reported when it was confirmed
+                # an anomaly is reported when it is confirmed; what its event adds later (Described)
+                # and where it ends (Ended) are not reported again
             series.seen += 1
             series.last_score = score
             scored.append((ms, score))

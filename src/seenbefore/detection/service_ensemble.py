@@ -38,7 +38,15 @@ from typing import Any
 import numpy as np
 
 from seenbefore.detection import ensemble
-from seenbefore.detection.confirm import Confirmed, Confirmer, Ended, Rule, Unconfirmed
+from seenbefore.detection.confirm import (
+    Confirmed,
+    Confirmer,
+    Described,
+    Ended,
+    Outcome,
+    Rule,
+    Unconfirmed,
+)
 from seenbefore.detection.ensemble import DEFAULT_THRESHOLD, EVENT_PARAMS
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import Array
@@ -152,10 +160,16 @@ def run_service(
         for j in range(k):
             per_metric[t, j] = detectors[j].update(row[j])
         score = float(per_metric[t].max()) if k else 0.0
-        for outcome in confirmer.update(row.tolist(), score, t):
+        outcomes: list[Outcome] = confirmer.update(row.tolist(), score, t)
+        if t == n - 1:
+            last = confirmer.finish()
+            outcomes += [last] if last is not None else []
+        for outcome in outcomes:
             if isinstance(outcome, Confirmed):
                 _confirmed(found, outcome, service, cloud, region, timestamps)
                 confirmed_at.setdefault(outcome.start, outcome.at)
+            elif isinstance(outcome, Described):
+                found[outcome.start] = _described(found[outcome.start], outcome)
             elif isinstance(outcome, Ended):
                 found[outcome.start] = dataclasses.replace(
                     found[outcome.start], end=timestamps[outcome.at]
@@ -189,15 +203,8 @@ def run_service(
     )
 
 
-def _confirmed(
-    found: dict[int, Anomaly],
-    outcome: Confirmed,
-    service: str,
-    cloud: str,
-    region: str,
-    timestamps: Sequence[dt.datetime],
-) -> None:
-    deviations = tuple(
+def _metric_deviations(found: Confirmed | Described) -> tuple[MetricDeviation, ...]:
+    return tuple(
         MetricDeviation(
             metric=d.metric,
             direction=d.direction,
@@ -206,8 +213,33 @@ def _confirmed(
             zscore=d.zscore,
             unit=UNITS.get(d.metric, ""),
         )
-        for d in outcome.deviations
+        for d in found.deviations
     )
+
+
+def _described(anomaly: Anomaly, described: Described) -> Anomaly:
+    """The anomaly as its event's ``lead`` points describe it: every metric that deviated in
+    them at its peak (an event that joined a lasting anomaly adds only its score)."""
+    score = max(anomaly.score, round(described.score, 4))
+    if described.joined:
+        return dataclasses.replace(anomaly, score=score)
+    return dataclasses.replace(
+        anomaly,
+        score=score,
+        deviations=_metric_deviations(described),
+        normal=described.normal,
+    )
+
+
+def _confirmed(
+    found: dict[int, Anomaly],
+    outcome: Confirmed,
+    service: str,
+    cloud: str,
+    region: str,
+    timestamps: Sequence[dt.datetime],
+) -> None:
+    deviations = _metric_deviations(outcome)
     if outcome.joined and outcome.start in found:
         held = found[outcome.start]
         named = {d.metric for d in held.deviations}

@@ -18,6 +18,7 @@ from seenbefore.cli.common import console, notify_router, print_json, settings
 from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
+from seenbefore.detection.service_ensemble import DEFAULT_LEARNING
 from seenbefore.detection.simbounds import MAX_HOURS, MAX_SEED
 from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, simulate
 from seenbefore.errors import InputError
@@ -28,6 +29,7 @@ SPARK = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLE = {"SEV1": "bold red", "SEV2": "red", "SEV3": "yellow", "SEV4": "dim"}
 TRAIN_HOURS = 24  # a simulated run's first hours: clean history the detector learns from
 MIN_HOURS = TRAIN_HOURS + 1  # and at least one hour to score
+MAX_LEARNING = 100_000  # points: --learning
 MAX_SPEED = 10_000  # simulated minutes per second in `watch` (two weeks play in half a minute)
 
 
@@ -98,9 +100,17 @@ def detect_command(
             "(the multivariate Isolation Forest)"
         ),
     ] = None,
+    learning: Annotated[
+        int | None,
+        typer.Option(
+            help=f"--csv/--prometheus: learning period, points (default {DEFAULT_LEARNING})"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
+    if learning is not None and not 10 <= learning <= MAX_LEARNING:
+        raise InputError(f"--learning is {learning}; give 10 to {MAX_LEARNING:,} points")
     if detector not in (None, "ensemble", "iforest"):
         raise InputError(f"--detector is {detector!r}; use ensemble or iforest")
     live = LiveQuery(query=query, since=since, step=step)
@@ -111,7 +121,9 @@ def detect_command(
         report = detect(
             telemetry,
             params=DetectionParams(
-                train_minutes=train, detector=chosen, probation=train if simulated else None
+                train_minutes=train,
+                detector=chosen,
+                probation=train if simulated else learning,
             ),
             rules=load_rules(rules),
         )
@@ -126,7 +138,7 @@ def detect_command(
             }
         )
         return
-    dups, flapping = len(report.triage.duplicates), len(report.triage.suppressed)
+    dups, flapping = report.merged, len(report.triage.suppressed)
     console.print(
         f"[bold]{_count(len(report.anomalies), 'anomaly', 'anomalies')}[/] "
         f"({_count(dups, 'duplicate', 'duplicates')} merged, {flapping} suppressed as flapping)"
@@ -276,7 +288,7 @@ def watch(
     lag: Annotated[str, typer.Option(help="--prometheus: stay this far behind now")] = "10s",
     learning: Annotated[
         int | None,
-        typer.Option(help="--prometheus: learning period, points (default 30)"),
+        typer.Option(help=f"--prometheus: learning period, points (default {DEFAULT_LEARNING})"),
     ] = None,
     state: Annotated[
         Path | None, typer.Option(help="--prometheus: state file (<home>/watch/state.json)")

@@ -229,7 +229,7 @@ class _View:
         console.print(
             f"{_count(sum(s.anomalies for s in series), 'anomaly', 'anomalies')} over "
             f"{len(series)} series ({self.watcher.unconfirmed_fires()} fires unconfirmed by "
-            "|robust z| >= 4); "
+            f"|robust z| >= 4, {self.watcher.merged_fires()} merged into a lasting anomaly); "
             f"{self.points:,} points scored this run ({rate:,.0f} points/s); "
             f"{self.per_series():,} bytes of state per series",
             highlight=False,

@@ -133,6 +133,7 @@ class Series:
     last_score: float = 0.0
     anomalies: int = 0
     unconfirmed: int = 0
+    merged: int = 0  # fires confirmed while an anomaly lasted: part of it, not reported again
 
     @property
     def name(self) -> str:
@@ -153,6 +154,7 @@ class Series:
             "last_score": self.last_score,
             "anomalies": self.anomalies,
             "unconfirmed": self.unconfirmed,
+            "merged": self.merged,
         }
 
     @classmethod
@@ -169,6 +171,7 @@ class Series:
             last_score=float(state["last_score"]),
             anomalies=int(state["anomalies"]),
             unconfirmed=int(state["unconfirmed"]),
+            merged=int(state["merged"]),
         )
 
 
@@ -255,7 +258,9 @@ class Watcher:
             series.last_ms = ms
             score = series.detector.update(value)
             for outcome in series.confirmer.update([value], score, ms):
-                if isinstance(outcome, Confirmed) and not outcome.joined:
+                if isinstance(outcome, Confirmed) and outcome.joined:
+                    series.merged += 1
+                elif isinstance(outcome, Confirmed):
                     series.anomalies += 1
                     result.anomalies.append(self._anomaly(series, outcome))
                 elif isinstance(outcome, Unconfirmed):
@@ -339,6 +344,9 @@ class Watcher:
 
     def unconfirmed_fires(self) -> int:
         return sum(series.unconfirmed for series in self.series.values())
+
+    def merged_fires(self) -> int:
+        return sum(series.merged for series in self.series.values())
 
 
 def _at(ms: int) -> dt.datetime:

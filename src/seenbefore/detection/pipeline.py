@@ -61,6 +61,12 @@ class DetectionReport:
     def anomalies(self) -> list[Anomaly]:
         return self.triage.kept
 
+    @property
+    def merged(self) -> int:
+        """Reports folded into another: fires of a service confirmed while one of its anomalies
+        lasted (the rule joins them) and repeats triage merged (same fingerprint)."""
+        return len(self.triage.duplicates) + int(self.detector.get("joined_fires", 0))
+
     def precision_recall(self) -> tuple[float | None, float | None]:
         """Event-level: share of kept anomalies that match an injected incident, and share of
         incidents matched by at least one kept anomaly."""
@@ -106,6 +112,7 @@ def detect(
     hits: list[RuleHit] = []
     scores: dict[str, Array] = {}
     unconfirmed: list[dict[str, Any]] = []
+    joined = 0
     for service in sorted(telemetry.series):
         spec = telemetry.services[service]
         metrics, X = telemetry.matrix(service)
@@ -123,6 +130,7 @@ def detect(
             scores[service] = run.scores
             anomalies += run.anomalies
             unconfirmed += run.unconfirmed
+            joined += run.joined
         else:
             detector = WindowIsolationForest(
                 window=params.window, n_estimators=params.n_estimators, random_state=params.seed
@@ -163,6 +171,7 @@ def detect(
     if ensemble:
         ran["unconfirmed_fires"] = len(unconfirmed)
         ran["unconfirmed"] = unconfirmed
+        ran["joined_fires"] = joined
     return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches, ran)
 
 
@@ -261,7 +270,7 @@ def report_json(report: DetectionReport) -> dict[str, Any]:
             }
             for a in report.anomalies
         ],
-        "duplicates": len(report.triage.duplicates),
+        "duplicates": report.merged,
         "suppressed": [{"id": a.id, "reason": r} for a, r in report.triage.suppressed],
         "truth": [
             {

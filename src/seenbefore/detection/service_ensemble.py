@@ -109,7 +109,7 @@ def confirmation_day(step_seconds: float | None) -> int | None:
     return ensemble.points_per_day(step_seconds)
 
 
-def rule(learning: int, step_seconds: float | None, *, join_any: bool = False) -> Rule:
+def rule(learning: int, step_seconds: float | None, *, join_any: bool = True) -> Rule:
     return Rule(
         policy=ENSEMBLE_POLICY,
         learning=learning,
@@ -129,6 +129,7 @@ class ServiceRun:
     anomalies: list[Anomaly] = field(default_factory=list)
     unconfirmed: list[dict[str, Any]] = field(default_factory=list)
     confirmed_at: dict[str, int] = field(default_factory=dict)  # anomaly id -> point confirmed
+    joined: int = 0  # events confirmed while an anomaly lasted, merged into it
 
 
 def run_service(
@@ -155,6 +156,7 @@ def run_service(
     found: dict[int, Anomaly] = {}
     unconfirmed: list[dict[str, Any]] = []
     confirmed_at: dict[int, int] = {}
+    joined = 0
     for t in range(n):
         row = X[t]
         for j in range(k):
@@ -168,6 +170,7 @@ def run_service(
             if isinstance(outcome, Confirmed):
                 _confirmed(found, outcome, service, cloud, region, timestamps)
                 confirmed_at.setdefault(outcome.start, outcome.at)
+                joined += outcome.joined
             elif isinstance(outcome, Described):
                 found[outcome.start] = _described(found[outcome.start], outcome)
             elif isinstance(outcome, Ended):
@@ -200,6 +203,7 @@ def run_service(
         [found[s] for s in sorted(found)],
         unconfirmed,
         {found[s].id: at for s, at in confirmed_at.items()},
+        joined,
     )
 
 
@@ -219,10 +223,17 @@ def _metric_deviations(found: Confirmed | Described) -> tuple[MetricDeviation, .
 
 def _described(anomaly: Anomaly, described: Described) -> Anomaly:
     """The anomaly as its event's ``lead`` points describe it: every metric that deviated in
-    them at its peak (an event that joined a lasting anomaly adds only its score)."""
+    them at its peak (an event that joined a lasting anomaly adds the metrics it spread to)."""
     score = max(anomaly.score, round(described.score, 4))
-    if described.joined:
-        return dataclasses.replace(anomaly, score=score)
+    if described.joined:  # what the incident spread to joins; what it named keeps its peak
+        named = {d.metric for d in anomaly.deviations}
+        added = tuple(d for d in _metric_deviations(described) if d.metric not in named)
+        return dataclasses.replace(
+            anomaly,
+            score=score,
+            deviations=anomaly.deviations + added,
+            normal=tuple(m for m in anomaly.normal if m not in {d.metric for d in added}),
+        )
     return dataclasses.replace(
         anomaly,
         score=score,

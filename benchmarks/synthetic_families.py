@@ -26,6 +26,13 @@ ended). The detectors:
 - ``rolling_z``: |x - mean| / std over the 240 points before >= 4 (after 30 points), a new alarm
   when none was raised in the 10 points before.
 
+Two checks of the product's detector alone follow: **the 6 sigma shift** (unit noise, then a
+shift of 6 of either sign after 40, 56, 120 or 300 points, 25 seeds each: at which point after
+the shift's first it is reported, and whether the shortest window holding that report reports
+it too) and **the issue's step** (issue 32: 56 points at 100 +- 1.5, then 8, 12, 16, 24 or 40
+points at 160 +- 1.5, 8 seeds: windows where the step is found where it began, and anomalies
+before it).
+
 Writes benchmarks/results/synthetic_families.json (command, commit, machine, date).
 
     python benchmarks/synthetic_families.py [--seeds 8] [--learning N]
@@ -211,6 +218,55 @@ def summarise(rows: list[dict[str, Any]], points: int) -> dict[str, Any]:
     }
 
 
+def shift_runs(learning: int) -> dict[str, Any]:
+    """The 6 sigma shift, 100 runs (module docstring)."""
+    delays: list[int | None] = []
+    same_on_shortest = 0
+    for before in (40, 56, 120, 300):
+        for seed in range(25):
+            rng = np.random.default_rng([before, seed])
+            x = 100 + rng.normal(0, 1, before + 40)
+            x[before:] += 6.0 if seed % 2 else -6.0
+            case = Case("step", seed, x, 60.0, before, None)
+            reports = [r for r in ensemble_reports(case, learning) if r >= before - BEFORE]
+            delays.append(reports[0] - before if reports else None)
+            if reports:
+                shortest = Case("step", seed, x[: reports[0] + 1], 60.0, before, None)
+                same_on_shortest += ensemble_reports(shortest, learning) == [reports[0]]
+    found = [d for d in delays if d is not None]
+    return {
+        "runs": len(delays),
+        "found": len(found),
+        "by_delay": {str(d): found.count(d) for d in sorted(set(found))},
+        "within_2_points": sum(d <= 2 for d in found),
+        "same_on_the_shortest_window": same_on_shortest,
+    }
+
+
+def issue_step(learning: int) -> dict[str, Any]:
+    """The issue's step test, 40 windows (module docstring)."""
+    found = before = 0
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        head, tail = 100 + rng.normal(0, 1.5, 56), 160 + rng.normal(0, 1.5, 40)
+        for after in (8, 12, 16, 24, 40):
+            case = Case("step", seed, np.concatenate([head, tail[:after]]), 15.0, 56, None)
+            run = ens.run_service(
+                service="svc",
+                cloud="",
+                region="",
+                timestamps=_stamps(case),
+                metrics=["newcomer_queue_depth"],
+                X=case.x[:, None],
+                learning=learning,
+                step_seconds=case.step_s,
+            )
+            starts = [_stamps(case).index(a.start) for a in run.anomalies]
+            found += starts == [56]
+            before += sum(s < 56 for s in starts)
+    return {"windows": 40, "found_where_it_began": found, "anomalies_before_it": before}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -262,6 +318,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'all':15} {detector:10} {a['detected']}/{a['changes']:<4} "
             f"{'':>14} {a['false_alarms_per_10k']:>8}"
         )
+    record["six_sigma_shift"] = shift = shift_runs(learning)
+    record["issue_step"] = step = issue_step(learning)
+    print(
+        f"6 sigma shift: found {shift['found']}/{shift['runs']}, within 2 points "
+        f"{shift['within_2_points']}, by delay {shift['by_delay']}, the same on the shortest "
+        f"window {shift['same_on_the_shortest_window']}"
+    )
+    print(
+        f"the issue's step: found where it began in {step['found_where_it_began']} of "
+        f"{step['windows']} windows, {step['anomalies_before_it']} anomalies before it"
+    )
     print(f"wrote {write_results(args.out, record)}")
     return 0
 

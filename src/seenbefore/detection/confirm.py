@@ -38,7 +38,7 @@ import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -79,7 +79,7 @@ class Deviation:
     """A metric named by a confirmed event: its peak (value and z) against ``baseline``."""
 
     metric: str
-    direction: str
+    direction: Literal["up", "down"]
     value: float
     baseline: float
     zscore: float

@@ -220,8 +220,10 @@ def test_detect_only_grows_with_evidence(
     longer = {a.start: a for a in long.anomalies}
     for a in short.anomalies:
         assert a.start in longer, (a.start, [b.start for b in long.anomalies])
-        assert [d.metric for d in a.deviations] == [d.metric for d in longer[a.start].deviations]
-        assert a.deviations[0].direction == longer[a.start].deviations[0].direction
+        grown = {d.metric: d for d in longer[a.start].deviations}
+        assert {d.metric for d in a.deviations} <= set(grown)  # what it names only grows
+        for d in a.deviations:  # and so does its peak (a variance change may peak the other way)
+            assert abs(d.zscore) <= abs(grown[d.metric].zscore)
         assert short.confirmed_at[a.id] == long.confirmed_at[longer[a.start].id]
     assert all(s >= ens.DEFAULT_LEARNING - 3 for s in _starts(long, step_s))
 

@@ -142,7 +142,8 @@ class _Event:
     quiet: int = 0
     hits: list[int] = field(default_factory=list)
     first: list[int | None] = field(default_factory=list)
-    best: list[tuple[float, float, float, float] | None] = field(default_factory=list)
+    # per metric: (z, value, baseline, scale, day scale) at its peak
+    best: list[tuple[float, float, float, float, float] | None] = field(default_factory=list)
     largest: list[float] = field(default_factory=list)  # max |z| per metric
     yesterday: list[int] = field(default_factory=list)  # points held back by the day check
     last_hit: list[int] = field(default_factory=list)  # index of each metric's latest hit
@@ -174,7 +175,8 @@ class Confirmer:
         self.level: list[tuple[float, float]] | None = None
         self.event: _Event | None = None
         # the anomaly that lasts: its start stamp, metric -> (baseline, scale, sign)
-        self.hold: tuple[int, dict[int, tuple[float, float, float]]] | None = None
+        # the anomaly that lasts: its start, metric -> (baseline, scale, sign, day scale)
+        self.hold: tuple[int, dict[int, tuple[float, float, float, float]]] | None = None
         self.ended: list[Ended] = []  # a lasting anomaly another one replaced (said next)
         self.back = 0  # points in a row the lasting anomaly's metrics have been back
         self.back_since: int | None = None  # stamp of the first of them
@@ -267,21 +269,26 @@ class Confirmer:
             last_hit=[-1] * k,
         )
 
-    def _z(self, j: int, value: float, event: _Event) -> tuple[float, float, float] | None:
-        """(z, baseline, scale) of ``value`` for metric ``j`` in this event (module docstring)."""
+    def _z(self, j: int, value: float, event: _Event) -> tuple[float, float, float, float] | None:
+        """(z, baseline, scale, day scale) of ``value`` for metric ``j`` in this event (module
+        docstring). The day scale, what a day-over-day difference is measured in, is the
+        larger of the two: a level learned at night must not make the daytime's ordinary
+        difference from yesterday look large."""
         base = event.base[j]
         z = baseline = scale = math.nan
         if base is not None:
             baseline, scale = base
             z = (value - baseline) / scale
+        day_scale = scale
         if self.level is not None:
             med, lscale = self.level[j]
             lz = (value - med) / lscale
             if abs(lz) >= LEVEL_Z and (math.isnan(z) or abs(lz) > 2 * abs(z)):
                 z, baseline, scale = lz, med, lscale
+                day_scale = lscale if math.isnan(day_scale) else max(day_scale, lscale)
         if math.isnan(z):
             return None
-        return max(-CLIP, min(CLIP, z)), baseline, scale
+        return max(-CLIP, min(CLIP, z)), baseline, scale, day_scale
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is
@@ -319,14 +326,15 @@ class Confirmer:
             found = self._z(j, v, event)
             if found is None:
                 continue
-            z, baseline, scale = found
+            z, baseline, scale, day_scale = found
             event.largest[j] = max(event.largest[j], abs(z))
             if abs(z) < p.deviation_z:
                 continue
-            if not self._day_apart(j, v, scale, ago):
+            if not self._day_apart(j, v, day_scale, ago):
                 event.yesterday[j] += 1
                 continue
-            if event.last_hit[j] >= 0 and self.t - ago - event.last_hit[j] > p.close_after:
+            gap = self.t - ago - event.last_hit[j]
+            if event.last_hit[j] >= 0 and gap > p.close_after and event.hits[j] < p.sustain:
                 # a lone earlier hit is not where a sustained deviation began: start afresh
                 event.hits[j], event.first[j], event.best[j] = 0, None, None
             event.last_hit[j] = self.t - ago
@@ -335,7 +343,7 @@ class Confirmer:
                 event.first[j] = stamp
             best = event.best[j]
             if best is None or abs(z) > abs(best[0]):
-                event.best[j] = (z, v, baseline, scale)
+                event.best[j] = (z, v, baseline, scale, day_scale)
         if event.confirmed or max(event.hits) < max(1, p.sustain):
             return None
         event.confirmed = True
@@ -386,16 +394,16 @@ class Confirmer:
             return None
         return self._described(event)
 
-    def _holding(self, j: int, event: _Event) -> tuple[float, float, float]:
+    def _holding(self, j: int, event: _Event) -> tuple[float, float, float, float]:
         best = event.best[j]
         assert best is not None
-        z, _, baseline, scale = best
-        return baseline, scale, 1.0 if z > 0 else -1.0
+        z, _, baseline, scale, day_scale = best
+        return baseline, scale, 1.0 if z > 0 else -1.0, day_scale
 
     def _deviation(self, j: int, event: _Event) -> Deviation:
         best, first = event.best[j], event.first[j]
         assert best is not None and first is not None
-        z, v, baseline, _ = best
+        z, v, baseline, _, _ = best
         return Deviation(
             metric=self.metrics[j],
             direction="up" if z > 0 else "down",
@@ -408,9 +416,9 @@ class Confirmer:
     def _lasts(self, values: Sequence[float]) -> bool:
         assert self.hold is not None
         limit = self.rule.policy.deviation_z
-        for j, (baseline, scale, sign) in self.hold[1].items():
+        for j, (baseline, scale, sign, day_scale) in self.hold[1].items():
             v = float(values[j])
-            if (v - baseline) * sign / scale >= limit and self._day_apart(j, v, scale):
+            if (v - baseline) * sign / scale >= limit and self._day_apart(j, v, day_scale):
                 return True
         return False
 
@@ -490,7 +498,10 @@ class Confirmer:
         if hold is not None:
             c.hold = (
                 int(hold[0]),
-                {int(j): (float(v[0]), float(v[1]), float(v[2])) for j, v in hold[1].items()},
+                {
+                    int(j): (float(v[0]), float(v[1]), float(v[2]), float(v[3]))
+                    for j, v in hold[1].items()
+                },
             )
         return c
 
@@ -524,8 +535,8 @@ def _event_load(state: Mapping[str, Any]) -> _Event:
     def pair(v: Any) -> tuple[float, float] | None:
         return (float(v[0]), float(v[1])) if v else None
 
-    def four(v: Any) -> tuple[float, float, float, float] | None:
-        return (float(v[0]), float(v[1]), float(v[2]), float(v[3])) if v else None
+    def five(v: Any) -> tuple[float, float, float, float, float] | None:
+        return (float(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4])) if v else None
 
     return _Event(
         t=int(state["t"]),
@@ -535,7 +546,7 @@ def _event_load(state: Mapping[str, Any]) -> _Event:
         quiet=int(state["quiet"]),
         hits=[int(h) for h in state["hits"]],
         first=[None if f is None else int(f) for f in state["first"]],
-        best=[four(b) for b in state["best"]],
+        best=[five(b) for b in state["best"]],
         largest=[float(v) for v in state["largest"]],
         yesterday=[int(v) for v in state["yesterday"]],
         last_hit=[int(v) for v in state["last_hit"]],

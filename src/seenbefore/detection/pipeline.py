@@ -21,7 +21,7 @@ import numpy as np
 from seenbefore.detection import service_ensemble as ens
 from seenbefore.detection.detector import WindowIsolationForest
 from seenbefore.detection.ensemble import median_step
-from seenbefore.detection.events import EventPolicy, build_anomalies
+from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import Array
 from seenbefore.detection.rules import Rule, RuleHit, evaluate_rules, load_rules
 from seenbefore.detection.signature import render_signature
@@ -138,7 +138,8 @@ def detect(
             s = np.zeros(n)
             s[learning:] = detector.anomaly_score(X, start=learning)
             scores[service] = s
-            anomalies += build_anomalies(
+            # the one confirmation rule, events opening at the forest's own threshold
+            run = ens.confirm_service(
                 service=service,
                 cloud=spec.cloud,
                 region=spec.region,
@@ -146,11 +147,11 @@ def detect(
                 metrics=metrics,
                 X=X,
                 scores=s,
-                window=params.window,
-                policy=params.events,
-                level_median=detector.level_median_,
-                level_scale=detector.level_scale_,
+                rule=ens.rule(learning, step, open_at=params.events.open_at),
             )
+            anomalies += run.anomalies
+            unconfirmed += run.unconfirmed
+            joined += run.joined
         hits += [
             h
             for h in evaluate_rules(
@@ -168,10 +169,9 @@ def detect(
     signatures = {a.id: render_signature(a, capacity_of(telemetry, a.service)) for a in result.kept}
     matches = {a.id: _match(a, telemetry.incidents) for a in result.kept}
     ran = _describe(params, telemetry.timestamps, learning)
-    if ensemble:
-        ran["unconfirmed_fires"] = len(unconfirmed)
-        ran["unconfirmed"] = unconfirmed
-        ran["joined_fires"] = joined
+    ran["unconfirmed_fires"] = len(unconfirmed)
+    ran["unconfirmed"] = unconfirmed
+    ran["joined_fires"] = joined
     return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches, ran)
 
 

@@ -54,7 +54,7 @@ from seenbefore.detection.online import OnlineEnsemble
 from seenbefore.detection.telemetry import UNITS
 from seenbefore.types import Anomaly, MetricDeviation
 
-ENSEMBLE_POLICY = EventPolicy(open_at=DEFAULT_THRESHOLD, min_points=1, sustain=2)
+ENSEMBLE_POLICY = EventPolicy(open_at=DEFAULT_THRESHOLD, sustain=2)
 COMBINE = "max over metrics of the per-metric ensemble score"
 DEFAULT_LEARNING = 30
 """Points learned from before anything can open, for ``detect``, ``POST /v1/detect`` and
@@ -109,9 +109,17 @@ def confirmation_day(step_seconds: float | None) -> int | None:
     return ensemble.points_per_day(step_seconds)
 
 
-def rule(learning: int, step_seconds: float | None, *, join_any: bool = True) -> Rule:
+def rule(
+    learning: int,
+    step_seconds: float | None,
+    *,
+    open_at: float = DEFAULT_THRESHOLD,
+    join_any: bool = True,
+) -> Rule:
+    """The confirmation rule ``detect``, ``POST /v1/detect`` and ``watch`` run; ``open_at``
+    is the score that opens an event (another detector's scale: the Isolation Forest's 0.5)."""
     return Rule(
-        policy=ENSEMBLE_POLICY,
+        policy=dataclasses.replace(ENSEMBLE_POLICY, open_at=open_at),
         learning=learning,
         window=WINDOW,
         lead=LEAD,
@@ -144,25 +152,54 @@ def run_service(
     step_seconds: float | None,
     probation: int | None = None,
 ) -> ServiceRun:
-    """Every metric's online ensemble and the confirmation rule over the service, point by
-    point; anomalies as :class:`~seenbefore.types.Anomaly` (start: the first deviating point,
-    end: the first point it no longer lasts, or the last point)."""
+    """Every metric's online ensemble, point by point, then the confirmation rule over the
+    service (:func:`confirm_service`); anomalies as :class:`~seenbefore.types.Anomaly`."""
     X = np.asarray(X, dtype=np.float64)
     n, k = X.shape
     warmup = max(learning, WARMUP) if probation is None else probation
     detectors = [OnlineEnsemble(probation=warmup, **EVENT_PARAMS) for _ in range(k)]
-    confirmer = Confirmer(metrics, rule(learning, step_seconds))
     per_metric = np.zeros((n, k))
+    for t in range(n):
+        for j in range(k):
+            per_metric[t, j] = detectors[j].update(X[t, j])
+    scores = per_metric.max(axis=1) if k else np.zeros(n)
+    return confirm_service(
+        service=service,
+        cloud=cloud,
+        region=region,
+        timestamps=timestamps,
+        metrics=metrics,
+        X=X,
+        scores=np.asarray(scores, dtype=np.float64),
+        rule=rule(learning, step_seconds),
+        per_metric=per_metric,
+    )
+
+
+def confirm_service(
+    *,
+    service: str,
+    cloud: str,
+    region: str,
+    timestamps: Sequence[dt.datetime],
+    metrics: Sequence[str],
+    X: Array,
+    scores: Array,
+    rule: Rule,
+    per_metric: Array | None = None,
+) -> ServiceRun:
+    """The confirmation rule over a service's per-point scores (from any past-only detector:
+    the ensemble, or the Isolation Forest), point by point; anomalies start at the first
+    deviating point and end at the first point they no longer last, or the last point."""
+    X = np.asarray(X, dtype=np.float64)
+    n = len(X)
+    confirmer = Confirmer(metrics, rule)
     found: dict[int, Anomaly] = {}
     unconfirmed: list[dict[str, Any]] = []
     confirmed_at: dict[int, int] = {}
     joined = 0
     for t in range(n):
-        row = X[t]
-        for j in range(k):
-            per_metric[t, j] = detectors[j].update(row[j])
-        score = float(per_metric[t].max()) if k else 0.0
-        outcomes: list[Outcome] = confirmer.update(row.tolist(), score, t)
+        outcomes: list[Outcome] = confirmer.update(X[t].tolist(), float(scores[t]), t)
         if t == n - 1:
             last = confirmer.finish()
             outcomes += [last] if last is not None else []
@@ -196,10 +233,9 @@ def run_service(
                 + confirmer._why(event, "").replace("(needs", "so far (needs"),
             }
         )
-    scores = per_metric.max(axis=1) if k else np.zeros(n)
     return ServiceRun(
         np.asarray(scores, dtype=np.float64),
-        per_metric,
+        scores[:, None] if per_metric is None else per_metric,
         [found[s] for s in sorted(found)],
         unconfirmed,
         {found[s].id: at for s, at in confirmed_at.items()},
@@ -223,17 +259,13 @@ def _metric_deviations(found: Confirmed | Described) -> tuple[MetricDeviation, .
 
 def _described(anomaly: Anomaly, described: Described) -> Anomaly:
     """The anomaly as its event's ``lead`` points describe it: every metric that deviated in
-    them at its peak (an event that joined a lasting anomaly adds the metrics it spread to)."""
+    them at its peak. An event that joined a lasting anomaly (a repeat, or the incident
+    spreading to other metrics) adds its score and how long the anomaly lasts, not to its
+    description: the anomaly reads as the incident began (what the anomaly confidence model
+    was fitted on; the draft searches precedents with it)."""
     score = max(anomaly.score, round(described.score, 4))
-    if described.joined:  # what the incident spread to joins; what it named keeps its peak
-        named = {d.metric for d in anomaly.deviations}
-        added = tuple(d for d in _metric_deviations(described) if d.metric not in named)
-        return dataclasses.replace(
-            anomaly,
-            score=score,
-            deviations=anomaly.deviations + added,
-            normal=tuple(m for m in anomaly.normal if m not in {d.metric for d in added}),
-        )
+    if described.joined:
+        return dataclasses.replace(anomaly, score=score)
     return dataclasses.replace(
         anomaly,
         score=score,
@@ -251,15 +283,10 @@ def _confirmed(
     timestamps: Sequence[dt.datetime],
 ) -> None:
     deviations = _metric_deviations(outcome)
-    if outcome.joined and outcome.start in found:
+    if outcome.joined and outcome.start in found:  # the same incident: its score, not its face
         held = found[outcome.start]
-        named = {d.metric for d in held.deviations}
-        added = tuple(d for d in deviations if d.metric not in named)
         found[outcome.start] = dataclasses.replace(
-            held,
-            score=max(held.score, round(outcome.score, 4)),
-            deviations=held.deviations + added,
-            normal=tuple(m for m in held.normal if m not in {d.metric for d in added}),
+            held, score=max(held.score, round(outcome.score, 4))
         )
         return
     started = timestamps[outcome.start]

@@ -111,10 +111,11 @@ def test_detect_csv_runs_the_ensemble_on_every_point(
     ran = payload["detector"]
     assert ran["name"] == "ensemble" and ran["scored_points"] == 400
     assert ran["parameters"]["members"] == ["spatial", "sequence", "artime"]
-    # a day of one-minute points is longer than NAB's 15 % (60): half the series, the most kept
-    assert ran["learning_period"]["points"] == 200
-    assert ran["learning_period"]["seconds"] == 12000.0
-    assert ran["learning_period"]["until"].startswith("2026-01-01T03:20:00")
+    # the one default, whatever the series' length (issue 32): 30 points, 30 one-minute steps
+    assert ran["learning_period"]["points"] == 30 and ran["learning_period"]["left_points"] == 0
+    assert ran["learning_period"]["seconds"] == 1800.0
+    assert ran["learning_period"]["until"].startswith("2026-01-01T00:30:00")
+    assert ran["parameters"]["probation"] == 750  # the members calibrate longer (WARMUP)
     [spike] = payload["anomalies"]  # the noise alone opens nothing
     assert spike["start"].startswith("2026-01-01T05:00") and spike["score"] >= 0.5
     assert spike["rules"] == [] and [d["metric"] for d in spike["deviations"]] == ["queue_depth"]
@@ -123,14 +124,16 @@ def test_detect_csv_runs_the_ensemble_on_every_point(
     report = detect(telemetry, params=DetectionParams(detector="ensemble"))
     [scores] = report.scores.values()
     _, X = telemetry.matrix(next(iter(telemetry.series)))
-    each = [StreamingEnsemble(probation=200, **EVENT_PARAMS).fit(c).scores_ for c in X.T]
+    each = [StreamingEnsemble(probation=750, **EVENT_PARAMS).fit(c).scores_ for c in X.T]
     assert len(scores) == 400 and np.array_equal(scores, np.max(each, axis=0))
     # the learning period is scored too (0.5 -> 0.03 on NAB's scale); events' scores never rest
     assert np.count_nonzero(scores[:200]) > 150
 
     text = runner.invoke(app, ["detect", "--csv", str(csv)])
     assert text.exit_code == 0, text.output
-    assert "streaming ensemble" in text.output and "learning period 200 points" in text.output
+    said = " ".join(text.output.split())
+    assert "streaming ensemble" in said and "learning period 30 points (30 min" in said
+    assert "1 anomaly (0 duplicates merged" in said and "truth:" not in said  # user data
 
 
 def test_detect_csv_with_the_isolation_forest(

@@ -145,7 +145,7 @@ def test_state_per_series_is_bounded(tmp_path: Path) -> None:
     assert sizes[2] <= 1.05 * sizes[1] and sizes[1] <= 1.05 * sizes[0]
     assert sizes[2] < 400_000  # bytes, one series
     [series] = watcher.series.values()
-    assert series.detector.retained() < 30_000 and len(series.recent) == 240
+    assert series.detector.retained() < 30_000 and len(series.confirmer.recent[0]) == 240 + 3
 
 
 def test_series_are_keyed_by_their_labels_and_a_mismatched_state_is_refused() -> None:
@@ -178,12 +178,16 @@ def test_watch_once_from_the_cli_saves_and_resumes(
     runner = CliRunner()
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
-    assert "(new, 0 series)" in first.output and "bytes per series" in first.output
-    assert "0 anomalies over 1 series" in first.output
+    said = " ".join(first.output.split())  # as read, whatever the terminal's width
+    assert "state" in said and "(new)" in said
+    assert "learning period 100 points (100 s at a 1 s step)" in said
+    assert "the first poll backfills 3 min 20 s from Prometheus" in said  # --since 200s
+    assert "bytes per series" in said and "learning:" not in said  # 201 points > 100
+    assert "0 anomalies over 1 series" in said
     second = runner.invoke(app, args)
     assert second.exit_code == 0, second.output
     assert "(resumed, 1 series)" in second.output
-    assert "demo_queue_depth" in second.output and "1 anomalies over 1 series" in second.output
+    assert "demo_queue_depth" in second.output and "1 anomaly over 1 series" in second.output
     assert (tmp_path / "home" / "watch" / "state.json").exists()
 
 

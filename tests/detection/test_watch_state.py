@@ -1,7 +1,8 @@
 """A hostile or odd `watch` state file (issue 33) is refused with the field it got wrong, never a
 traceback: wrong types (8 kinds of traceback before), a NaN (which made every later save fail),
 a zlib bomb (590 KB peaked at 2.5 GB), a cursor in the future (which silently scored nothing
-forever), damaged triage memory; and a property test: any one field of a real state replaced by
+forever), damaged triage memory, the confirmation rule's state (version 3: issue 32's
+``Confirmer``) out of shape; and a property test: any one field of a real state replaced by
 any JSON value either loads and keeps scoring and saving, or is refused with InputError."""
 
 from __future__ import annotations
@@ -22,14 +23,20 @@ from hypothesis import strategies as st
 from seenbefore.detection.live_watch import Watcher, load_state, save_state
 from seenbefore.detection.packed import pack
 from seenbefore.errors import InputError
-from tests.detection.test_live_watch import BASE_MS, POLLS, FakePrometheus, _at, _settings
+from tests.detection.test_live_watch import BASE_MS, FakePrometheus, _at, _settings
+
+# six polls, 200 s to 950 s: 951 points, past the ensemble's warm-up of 750 (WARMUP), so
+# ARTime has founded its categories; the level 100 -> 400 at 300 s is an anomaly that lasts
+SAVE_POLLS = [_at(BASE_MS + s * 1000) for s in range(200, 1000, 150)]
+NEXT = _at(BASE_MS + 1_100_000)  # the poll after: 150 new points
 
 
 def _saved() -> dict[str, Any]:
-    """A real state two polls in: learning done, ARTime categories founded, an anomaly seen."""
+    """A real state six polls in: learning done, ARTime categories founded, an anomaly seen
+    and lasting (the confirmation rule holds it)."""
     watcher = Watcher(_settings(), FakePrometheus())
-    watcher.poll(POLLS[0])
-    watcher.poll(POLLS[1])
+    for when in SAVE_POLLS:
+        watcher.poll(when)
     state: dict[str, Any] = json.loads(json.dumps(watcher.to_state(), allow_nan=False))
     return state
 
@@ -43,6 +50,12 @@ def _series(state: dict[str, Any]) -> dict[str, Any]:
     return one
 
 
+def _rule(state: dict[str, Any]) -> dict[str, Any]:
+    """The series' confirmation-rule state (``Confirmer.to_state``, state version 3)."""
+    rule: dict[str, Any] = _series(state)["confirmer"]
+    return rule
+
+
 def _set(edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     state = copy.deepcopy(SAVED)
     edit(state)
@@ -54,10 +67,33 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "cursor as text": (lambda s: s["cursor"].update({"demo_queue_depth": "soon"}), "cursor"),
     "score as text": (lambda s: _series(s).update(last_score="high"), "last_score"),
     "seen as a float": (lambda s: _series(s).update(seen=2.5), ".seen is 2.5"),
-    "event as a list": (lambda s: _series(s).update(event=[1, 2]), ".event is [1, 2]"),
-    "hold as text": (lambda s: _series(s).update(hold="x"), ".hold is 'x'"),
-    "level of one": (lambda s: _series(s).update(level=[1.0]), ".level is [1.0]"),
-    "level scale 0": (lambda s: _series(s).update(level=[100.0, 0.0]), "level[1] is 0.0"),
+    "event as a list": (lambda s: _rule(s).update(event=[1, 2]), ".event is [1, 2]"),
+    "hold as text": (lambda s: _rule(s).update(hold="x"), ".hold is 'x'"),
+    "level of one": (lambda s: _rule(s).update(level=[[1.0]]), ".level[0] is [1.0]"),
+    "level scale 0": (lambda s: _rule(s).update(level=[[100.0, 0.0]]), "level[0][1] is 0.0"),
+    "level while learning": (lambda s: _rule(s).update(t=3), "null while learning"),
+    "two levels for one metric": (
+        lambda s: _rule(s).update(level=[[1.0, 1.0], [1.0, 1.0]]),
+        "exactly 1 items",
+    ),
+    "rule of another version": (lambda s: _rule(s).update(version=0), "confirmer.version is 0"),
+    "hold on a metric not watched": (
+        lambda s: _rule(s).update(hold=[BASE_MS, {"1": [1.0, 1.0, 1.0, 1.0]}]),
+        "a metric's index",
+    ),
+    "hold sign 0": (
+        lambda s: _rule(s).update(hold=[BASE_MS, {"0": [1.0, 1.0, 0.0, 1.0]}]),
+        "1 or -1",
+    ),
+    "hold day scale 0": (
+        lambda s: _rule(s).update(hold=[BASE_MS, {"0": [1.0, 1.0, 1.0, 0.0]}]),
+        "hold[1]['0'][3] is 0.0",
+    ),
+    "back without its stamp": (lambda s: _rule(s).update(back=[2, None]), ".back is [2, None]"),
+    "recent longer than the rule keeps": (
+        lambda s: _rule(s).update(recent=[pack([1.0] * 500)]),
+        "recent[0] is '500 values'",
+    ),
     "labels as numbers": (lambda s: _series(s)["labels"].update(pod=1), "labels['pod'] is 1"),
     "detector as null": (lambda s: _series(s).update(detector=None), ".detector is None"),
     "t negative": (lambda s: _series(s)["detector"].update(t=-1), ".detector.t is -1"),
@@ -75,9 +111,10 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         "artime.median",
     ),
     "unknown key": (lambda s: _series(s).update(extra=1), "unknown ['extra']"),
-    "missing key": (lambda s: _series(s).pop("recent"), "missing ['recent']"),
-    "packed as a list": (lambda s: _series(s).update(recent=[1.0]), ".recent is [1.0]"),
-    "packed NaN": (lambda s: _series(s).update(recent=pack([1.0, float("nan")])), "holds nan"),
+    "missing key": (lambda s: _rule(s).pop("recent"), "missing ['recent']"),
+    "packed as a number": (lambda s: _rule(s).update(recent=[1.0]), ".recent[0] is 1.0"),
+    "packed NaN": (lambda s: _rule(s).update(recent=[pack([1.0, float("nan")])]), "holds nan"),
+    "packed beyond 1e100": (lambda s: _rule(s).update(day=[pack([1e101])]), "holds 1e+101"),
     "series key not its labels": (
         lambda s: s["series"].update({"other": s["series"].pop(KEY)}),
         "series_key",
@@ -103,7 +140,7 @@ def test_a_wrong_field_is_refused_naming_it(name: str) -> None:
 
 def test_the_real_state_loads_and_scores_on() -> None:
     watcher = Watcher.from_state(copy.deepcopy(SAVED), _settings(), FakePrometheus())
-    assert watcher.poll(POLLS[2]).points == 150
+    assert watcher.poll(NEXT).points == 150
 
 
 def test_nan_in_the_file_is_refused_when_read(tmp_path: Path) -> None:
@@ -113,7 +150,7 @@ def test_nan_in_the_file_is_refused_when_read(tmp_path: Path) -> None:
     path.write_text(text)
     with pytest.raises(InputError, match="NaN is no number a state holds"):
         load_state(path)
-    path.write_text(json.dumps(SAVED).replace('"polls": 2', '"polls": Infinity'))
+    path.write_text(json.dumps(SAVED).replace('"polls": 6', '"polls": Infinity'))
     with pytest.raises(InputError, match="Infinity"):
         load_state(path)
 
@@ -122,7 +159,7 @@ def test_a_zlib_bomb_is_refused_without_inflating_it() -> None:
     """~100 KB of base64 that inflates to 800 MB: refused after at most 16 MiB."""
     bomb = "f8z:" + base64.b64encode(zlib.compress(bytes(8 * 10**8), 9)).decode()
     assert len(bomb) < 1_200_000
-    state = _set(lambda s: _series(s).update(recent=bomb))
+    state = _set(lambda s: _rule(s).update(recent=[bomb]))
     tracemalloc.start()
     try:
         with pytest.raises(InputError, match="more than 2,097,152 values"):
@@ -147,7 +184,7 @@ def test_an_oversized_file_is_refused_before_it_is_read(
 
 def test_a_cursor_or_a_last_point_after_now_is_refused() -> None:
     """A cursor in the future made every poll read nothing, silently, until that time came."""
-    now = _at(BASE_MS + 400_000)
+    now = _at(BASE_MS + 1_000_000)
     later = BASE_MS + 10 * 86_400_000
     ahead = _set(lambda s: s["cursor"].update({"demo_queue_depth": later}))
     with pytest.raises(InputError, match=r"state.cursor\['demo_queue_depth'\] is .* after now"):
@@ -156,8 +193,11 @@ def test_a_cursor_or_a_last_point_after_now_is_refused() -> None:
     with pytest.raises(InputError, match=r"last_ms is .* after now"):
         Watcher.from_state(last, _settings(), FakePrometheus(), now=now)
     # one step ahead is a clock's jitter, not a future
-    near = _set(lambda s: s["cursor"].update({"demo_queue_depth": BASE_MS + 351_000}))
-    Watcher.from_state(near, _settings(), FakePrometheus(), now=_at(BASE_MS + 350_000))
+    near = _set(lambda s: s["cursor"].update({"demo_queue_depth": BASE_MS + 951_000}))
+    Watcher.from_state(near, _settings(), FakePrometheus(), now=_at(BASE_MS + 950_000))
+    stamp = _set(lambda s: _rule(s)["hold"].__setitem__(0, later))
+    with pytest.raises(InputError, match=r"confirmer.hold\[0\] is .* after now"):
+        Watcher.from_state(stamp, _settings(), FakePrometheus(), now=now)
 
 
 def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -205,7 +245,7 @@ def test_any_one_field_replaced_loads_and_runs_or_is_refused(
         watcher = Watcher.from_state(state, _settings(), FakePrometheus())
     except InputError:
         return
-    watcher.poll(POLLS[2])  # anything accepted scores on ...
+    watcher.poll(NEXT)  # anything accepted scores on ...
     json.dumps(watcher.to_state(), allow_nan=False)  # ... and saves
 
 
@@ -217,7 +257,7 @@ def test_the_cli_says_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(watch_live, "prometheus_reader", lambda url: FakePrometheus())
     state = tmp_path / "s.json"
-    bad = _set(lambda s: _series(s).update(event=[1, 2]))
+    bad = _set(lambda s: _rule(s).update(event=[1, 2]))
     bad["settings"] = json.loads(json.dumps(bad["settings"]))
     state.write_text(json.dumps(bad))
     args = ["watch", "--prometheus", "http://prom.test", "--query", "demo_queue_depth"]

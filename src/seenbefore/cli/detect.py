@@ -18,6 +18,7 @@ from seenbefore.cli.common import console, notify_router, print_json, settings
 from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
+from seenbefore.detection.service_ensemble import DEFAULT_LEARNING
 from seenbefore.detection.simbounds import MAX_HOURS, MAX_SEED
 from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, simulate
 from seenbefore.errors import InputError
@@ -28,6 +29,7 @@ SPARK = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLE = {"SEV1": "bold red", "SEV2": "red", "SEV3": "yellow", "SEV4": "dim"}
 TRAIN_HOURS = 24  # a simulated run's first hours: clean history the detector learns from
 MIN_HOURS = TRAIN_HOURS + 1  # and at least one hour to score
+MAX_LEARNING = 100_000  # points: --learning
 MAX_SPEED = 10_000  # simulated minutes per second in `watch` (two weeks play in half a minute)
 
 
@@ -98,9 +100,17 @@ def detect_command(
             "(the multivariate Isolation Forest)"
         ),
     ] = None,
+    learning: Annotated[
+        int | None,
+        typer.Option(
+            help=f"--csv/--prometheus: learning period, points (default {DEFAULT_LEARNING})"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
+    if learning is not None and not 10 <= learning <= MAX_LEARNING:
+        raise InputError(f"--learning is {learning}; give 10 to {MAX_LEARNING:,} points")
     if detector not in (None, "ensemble", "iforest"):
         raise InputError(f"--detector is {detector!r}; use ensemble or iforest")
     live = LiveQuery(query=query, since=since, step=step)
@@ -111,7 +121,9 @@ def detect_command(
         report = detect(
             telemetry,
             params=DetectionParams(
-                train_minutes=train, detector=chosen, probation=train if simulated else None
+                train_minutes=train,
+                detector=chosen,
+                probation=train if simulated else learning,
             ),
             rules=load_rules(rules),
         )
@@ -126,22 +138,25 @@ def detect_command(
             }
         )
         return
+    dups, flapping = report.merged, len(report.triage.suppressed)
     console.print(
-        f"[bold]{len(report.anomalies)} anomalies[/] ({len(report.triage.duplicates)} duplicates "
-        f"merged, {len(report.triage.suppressed)} suppressed as flapping)"
+        f"[bold]{_count(len(report.anomalies), 'anomaly', 'anomalies')}[/] "
+        f"({_count(dups, 'duplicate', 'duplicates')} merged, {flapping} suppressed as flapping)"
     )
     _say_detector(report.detector)
     for a in sorted(report.anomalies, key=lambda a: (a.severity or "SEV5", a.start)):
-        truth = report.matches.get(a.id) or "[red]false alarm[/]"
+        # user data has no truth to check against: the line only for simulated incidents
+        truth = f"  truth: {report.matches.get(a.id) or '[red]false alarm[/]'}" if simulated else ""
         console.print(
             f"[{SEVERITY_STYLE.get(a.severity or '', '')}]{a.severity}[/] {a.start:%m-%d %H:%M} "
-            f"score {a.score:.2f}  truth: {truth}  rules: {', '.join(a.rules) or '-'}"
+            f"score {a.score:.2f}{truth}  rules: {', '.join(a.rules) or '-'}"
         )
-        console.print(f"     {report.signatures[a.id]}", highlight=False)
+        console.print(f"     {report.signatures[a.id]}", highlight=False, markup=False)
         if a.id in drafts:
             from seenbefore.cli.investigate import render_draft
 
             render_draft(drafts[a.id])
+    _say_unconfirmed(report.detector.get("unconfirmed", []))
     precision, recall = report.precision_recall()
     if precision is not None:
         console.print(
@@ -153,13 +168,52 @@ def detect_command(
         console.print(f"routed: {routed or nothing}")
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+SHOWN_FIRES = 10  # unconfirmed fires printed in full; --json lists them all
+
+
+def _say_unconfirmed(fires: list[dict[str, Any]]) -> None:
+    """Each fire that did not become an anomaly, with why (the first ``SHOWN_FIRES``)."""
+    if not fires:
+        return
+    console.print(
+        f"{_count(len(fires), 'fire', 'fires')} of the detector not confirmed as anomalies:",
+        highlight=False,
+    )
+    for fire in fires[:SHOWN_FIRES]:
+        start = dt.datetime.fromisoformat(fire["start"])
+        console.print(
+            f"     {start:%m-%d %H:%M:%S} {fire['service']} score {fire['score']:.2f}: "
+            f"{fire['why']}",
+            highlight=False,
+            markup=False,
+        )
+    if len(fires) > SHOWN_FIRES:
+        console.print(f"     ... and {len(fires) - SHOWN_FIRES} more (--json lists them all)")
+
+
 def _say_detector(ran: dict[str, Any]) -> None:
+    from seenbefore.detection.service_ensemble import duration_text, learning_text
+
     name = {"ensemble": "streaming ensemble (per metric: range, sequence likelihood, ARTime; max)"}
     learn = ran.get("learning_period", {})
+    points = int(learn.get("points", 0))
+    learned = int(learn.get("learned", points))
+    step = learn.get("seconds", 0) / points if points else 0
+    progress = (
+        f"; {learning_text(learned, points, step or None)}: nothing can open yet"
+        if learned < points
+        else ""
+    )
+    until = learn.get("until")
+    ends = f", until {dt.datetime.fromisoformat(until):%m-%d %H:%M:%S}" if until else ""
     console.print(
         f"[dim]detector: {name.get(ran.get('name', ''), 'Isolation Forest')}; learning period "
-        f"{learn.get('points', 0)} points ({dt.timedelta(seconds=learn.get('seconds', 0))}): "
-        f"{learn.get('note', '')}[/]",
+        f"{points} points ({duration_text(learn.get('seconds', 0))}{ends}): "
+        f"{learn.get('note', '')}{progress}[/]",
         highlight=False,
     )
 
@@ -224,12 +278,18 @@ def watch(
     ] = None,
     query: Annotated[list[str] | None, typer.Option(help="PromQL for --prometheus")] = None,
     interval: Annotated[str, typer.Option(help="--prometheus: time between polls")] = "60s",
-    step: Annotated[str, typer.Option(help="--prometheus: resolution of the series")] = "60s",
-    since: Annotated[str, typer.Option(help="--prometheus: first poll reads back")] = "1h",
+    step: Annotated[
+        str | None,
+        typer.Option(help="--prometheus: resolution of the series (default: --interval)"),
+    ] = None,
+    since: Annotated[
+        str,
+        typer.Option(help="--prometheus: first poll reads back this, or the learning period"),
+    ] = "1h",
     lag: Annotated[str, typer.Option(help="--prometheus: stay this far behind now")] = "10s",
     learning: Annotated[
         int | None,
-        typer.Option(help="--prometheus: learning period, points (default 750 or a day's worth)"),
+        typer.Option(help=f"--prometheus: learning period, points (default {DEFAULT_LEARNING})"),
     ] = None,
     state: Annotated[
         Path | None, typer.Option(help="--prometheus: state file (<home>/watch/state.json)")
@@ -278,7 +338,9 @@ def watch(
     finally:
         if router is not None:
             router.close()
-    console.print(f"{len(opened)} anomalies opened; {len(routed)} routing decisions")
+    console.print(
+        f"{_count(len(opened), 'anomaly', 'anomalies')} opened; {len(routed)} routing decisions"
+    )
 
 
 def _frame(

@@ -26,6 +26,7 @@ from seenbefore.detection.live_watch import (
     save_state,
 )
 from seenbefore.detection.prometheus_live import parse_duration
+from seenbefore.detection.service_ensemble import duration_text, learning_text
 from seenbefore.detection.signature import render_signature
 from seenbefore.detection.triage import Triage
 from seenbefore.errors import InputError
@@ -41,7 +42,7 @@ class LiveWatch:
     url: str
     queries: tuple[str, ...]
     interval: str = "60s"
-    step: str = "60s"
+    step: str | None = None  # None: the same as --interval
     since: str = "1h"
     lag: str = "10s"
     learning: int | None = None
@@ -59,24 +60,38 @@ def watch_prometheus(opts: LiveWatch) -> None:
     if opts.learning is not None and not 10 <= opts.learning <= MAX_LEARNING:
         raise InputError(f"--learning is {opts.learning}; give 10 to {MAX_LEARNING:,} points")
     interval = parse_duration(opts.interval, "--interval")
+    step = interval if opts.step is None else parse_duration(opts.step, "--step")
     ws = WatchSettings(
         url=opts.url,
         queries=tuple(opts.queries),
-        step=parse_duration(opts.step, "--step"),
+        step=step,
         since=parse_duration(opts.since, "--since"),
         lag=parse_duration(opts.lag, "--lag"),
         learning=opts.learning,
     )
-    if ws.since / ws.step > 100_000:
-        raise InputError(f"--since {opts.since} at --step {opts.step} is over 100,000 points")
+    if ws.backfill / ws.step > 100_000:
+        raise InputError(
+            f"--since {opts.since} at a step of {duration_text(step.total_seconds())} is "
+            f"{ws.backfill / ws.step:,.0f} points per series, over 100,000; give a shorter "
+            "--since or a longer --step"
+        )
     path = opts.state or settings().home / "watch" / "state.json"
     reader = prometheus_reader(ws.url)
     saved = load_state(path)
     watcher = Watcher.from_state(saved, ws, reader) if saved else Watcher(ws, reader)
+    step_s = step.total_seconds()
+    learn_span = duration_text(ws.learning_points * step_s)
     console.print(
         f"[dim]detector: streaming ensemble per series (range, sequence likelihood, ARTime), "
-        f"learning period {ws.learning_points} points; state {path} ({'resumed' if saved else 'new'}, "
-        f"{len(watcher.series)} series)[/]",
+        f"learning period {ws.learning_points} points ({learn_span} at a "
+        f"{duration_text(step_s)} step); "
+        + (
+            f"state {path} (resumed, {len(watcher.series)} series)"
+            if saved
+            else f"the first poll backfills {duration_text(ws.backfill.total_seconds())} from "
+            f"Prometheus; state {path} (new)"
+        )
+        + "[/]",
         highlight=False,
     )
     view = _View(watcher, path)
@@ -97,6 +112,11 @@ def watch_prometheus(opts: LiveWatch) -> None:
                 view.saved = save_state(path, {**watcher.to_state(), "triage": triage.to_state()})
                 for anomaly in kept:
                     view.lines.append(_handle(anomaly, router, investigate))
+                for fire in polled.unconfirmed:
+                    view.lines.append(
+                        f"unconfirmed fire {fire.start:%Y-%m-%d %H:%M:%S} {fire.series} "
+                        f"(score {fire.score:.2f}): {fire.why}"
+                    )
                 view.add(polled)
                 if live is not None:
                     live.update(view.frame())
@@ -156,12 +176,22 @@ class _View:
     def per_series(self) -> int:
         return self.saved // max(1, len(self.watcher.series))
 
+    def learning(self) -> str:
+        """``learning: 12 of 25 points, 3 min left`` while a series still learns, else ''."""
+        progress = self.watcher.learning()
+        if progress is None:
+            return ""
+        step = self.watcher.settings.step.total_seconds()
+        return learning_text(progress[0], progress[1], step)
+
     def stats(self, polled: PollResult) -> str:
         rate = polled.points / polled.seconds if polled.seconds else 0.0
+        learning = self.learning()
         return (
             f"poll {self.watcher.polls}: {len(self.watcher.series)} series, {polled.points} new "
             f"points scored in {polled.seconds:.3f} s ({rate:,.0f} points/s); state "
             f"{self.saved:,} bytes ({self.per_series():,} bytes per series)"
+            + (f"; {learning}" if learning else "")
         )
 
     def plain(self, polled: PollResult) -> None:
@@ -184,9 +214,11 @@ class _View:
                 str(series.anomalies),
             )
         rate = self.points / self.seconds if self.seconds else 0.0
+        learning = self.learning()
         footer = (
             f"poll {self.watcher.polls}; {rate:,.0f} points/s scored; state {self.saved:,} bytes "
             f"({self.per_series():,} per series) in {self.path}"
+            + (f"\n{learning}" if learning else "")
         )
         shown = Panel("\n".join(self.lines[-8:]) or "no anomaly yet", title="anomalies")
         return Group(table, shown, footer)
@@ -195,9 +227,14 @@ class _View:
         series = self.watcher.series.values()
         rate = self.points / self.seconds if self.seconds else 0.0
         console.print(
-            f"{sum(s.anomalies for s in series)} anomalies over {len(series)} series "
-            f"({self.watcher.unconfirmed_fires()} fires unconfirmed by |robust z| >= 4); "
+            f"{_count(sum(s.anomalies for s in series), 'anomaly', 'anomalies')} over "
+            f"{len(series)} series ({self.watcher.unconfirmed_fires()} fires unconfirmed by "
+            f"|robust z| >= 4, {self.watcher.merged_fires()} merged into a lasting anomaly); "
             f"{self.points:,} points scored this run ({rate:,.0f} points/s); "
             f"{self.per_series():,} bytes of state per series",
             highlight=False,
         )
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

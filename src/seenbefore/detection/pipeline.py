@@ -21,7 +21,7 @@ import numpy as np
 from seenbefore.detection import service_ensemble as ens
 from seenbefore.detection.detector import WindowIsolationForest
 from seenbefore.detection.ensemble import median_step
-from seenbefore.detection.events import EventPolicy, build_anomalies
+from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import Array
 from seenbefore.detection.rules import Rule, RuleHit, evaluate_rules, load_rules
 from seenbefore.detection.signature import render_signature
@@ -43,7 +43,9 @@ class DetectionParams:
     seed: int = 0
     events: EventPolicy = field(default_factory=EventPolicy)
     detector: str = "ensemble"  # or "iforest"
-    probation: int | None = None  # ensemble learning period; None: ensemble.learning_period
+    probation: int | None = (
+        None  # ensemble learning period; None: service_ensemble.DEFAULT_LEARNING
+    )
 
 
 @dataclass
@@ -59,6 +61,12 @@ class DetectionReport:
     @property
     def anomalies(self) -> list[Anomaly]:
         return self.triage.kept
+
+    @property
+    def merged(self) -> int:
+        """Reports folded into another: fires of a service confirmed while one of its anomalies
+        lasted (the rule joins them) and repeats triage merged (same fingerprint)."""
+        return len(self.triage.duplicates) + int(self.detector.get("joined_fires", 0))
 
     def precision_recall(self) -> tuple[float | None, float | None]:
         """Event-level: share of kept anomalies that match an injected incident, and share of
@@ -101,46 +109,51 @@ def detect(
         )
     check_series(telemetry.series)  # finite and within ±MAX_MAGNITUDE, or a clear refusal
     step = median_step(telemetry.timestamps)
-    learning = ens.learning_period(n, params.probation, step) if ensemble else params.train_minutes
-    policy = ens.ENSEMBLE_POLICY if ensemble else params.events
-    season = ens.confirmation_season(n, step) if ensemble else None
+    learning = ens.learning_period(params.probation) if ensemble else params.train_minutes
     anomalies: list[Anomaly] = []
     hits: list[RuleHit] = []
     scores: dict[str, Array] = {}
-    unconfirmed = 0
+    unconfirmed: list[dict[str, Any]] = []
+    joined = 0
     for service in sorted(telemetry.series):
         spec = telemetry.services[service]
         metrics, X = telemetry.matrix(service)
-        if ensemble:
-            s, _ = ens.score_service(X, probation=learning)
-            level_median, level_scale = ens.learned_level(X, learning)
+        if ensemble:  # point by point: the rule of detection/confirm.py, as `watch` runs it
+            run = ens.run_service(
+                service=service,
+                cloud=spec.cloud,
+                region=spec.region,
+                timestamps=telemetry.timestamps,
+                metrics=metrics,
+                X=X,
+                learning=learning,
+                step_seconds=step,
+            )
+            scores[service] = run.scores
+            anomalies += run.anomalies
+            unconfirmed += run.unconfirmed
+            joined += run.joined
         else:
             detector = WindowIsolationForest(
                 window=params.window, n_estimators=params.n_estimators, random_state=params.seed
             ).fit(X[:learning])
             s = np.zeros(n)
             s[learning:] = detector.anomaly_score(X, start=learning)
-            level_median, level_scale = detector.level_median_, detector.level_scale_
-        scores[service] = s
-        found = build_anomalies(
-            service=service,
-            cloud=spec.cloud,
-            region=spec.region,
-            timestamps=telemetry.timestamps,
-            metrics=metrics,
-            X=X,
-            # the ensemble scores every point; its anomalies open after the learning period
-            scores=np.where(np.arange(n) >= learning, s, 0.0) if ensemble else s,
-            window=params.window,
-            policy=policy,
-            level_median=level_median,
-            level_scale=level_scale,
-            season=season,
-        )
-        if ensemble:  # confirmed: some metric deviates (see service_ensemble)
-            unconfirmed += sum(not a.deviations for a in found)
-            found = [a for a in found if a.deviations]
-        anomalies += found
+            scores[service] = s
+            # the one confirmation rule, events opening at the forest's own threshold
+            run = ens.confirm_service(
+                service=service,
+                cloud=spec.cloud,
+                region=spec.region,
+                timestamps=telemetry.timestamps,
+                metrics=metrics,
+                X=X,
+                scores=s,
+                rule=ens.rule(learning, step, open_at=params.events.open_at),
+            )
+            anomalies += run.anomalies
+            unconfirmed += run.unconfirmed
+            joined += run.joined
         hits += [
             h
             for h in evaluate_rules(
@@ -158,8 +171,9 @@ def detect(
     signatures = {a.id: render_signature(a, capacity_of(telemetry, a.service)) for a in result.kept}
     matches = {a.id: _match(a, telemetry.incidents) for a in result.kept}
     ran = _describe(params, telemetry.timestamps, learning)
-    if ensemble:
-        ran["unconfirmed_fires"] = unconfirmed
+    ran["unconfirmed_fires"] = len(unconfirmed)
+    ran["unconfirmed"] = unconfirmed
+    ran["joined_fires"] = joined
     return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches, ran)
 
 
@@ -258,7 +272,7 @@ def report_json(report: DetectionReport) -> dict[str, Any]:
             }
             for a in report.anomalies
         ],
-        "duplicates": len(report.triage.duplicates),
+        "duplicates": report.merged,
         "suppressed": [{"id": a.id, "reason": r} for a, r in report.triage.suppressed],
         "truth": [
             {

@@ -43,9 +43,12 @@ def describe(d: MetricDeviation, capacity: Mapping[str, float] | None = None) ->
 
 
 def render_signature(anomaly: Anomaly, capacity: Mapping[str, float] | None = None) -> str:
-    """``service (cloud/region): deviations..., key metrics that stayed normal``."""
+    """``service (cloud/region): deviations..., key metrics that stayed normal`` (the place only
+    as far as it is known)."""
     ordered = sorted(anomaly.deviations, key=lambda d: -abs(d.zscore))
     parts = [describe(d, capacity) for d in ordered[:6]]
     parts += [f"{m} normal" for m in anomaly.normal]
-    where = f"{anomaly.service} ({anomaly.cloud}/{anomaly.region})"
+    # a place nobody gave ("", or "unknown" for a CSV) is left out, not shown as unknown/unknown
+    known = [v for v in (anomaly.cloud, anomaly.region) if v and v != "unknown"]
+    where = f"{anomaly.service} ({'/'.join(known)})" if known else anomaly.service
     return f"{where}: {', '.join(parts) or 'anomalous behaviour'}"

@@ -5,10 +5,15 @@ back from disk. :func:`read_state` bounds the file (:data:`MAX_STATE_BYTES`) and
 NaN and Infinity; :func:`check_watch_state` checks every field's type, bounds and length
 against the settings being resumed (the detectors' parameters must be the ones these settings
 build, so no saved number sizes an allocation), the invariants the scoring loop indexes by
-(ARTime's running median, the likelihoods' tails, an open event's fields), and refuses a cursor
-or a last-seen point after now (it would score nothing until then). Packed arrays are decoded,
-bounded and checked finite by :func:`~seenbefore.detection.packed.unpack` when they are read.
-Every refusal is an :class:`~seenbefore.errors.InputError` naming the field.
+(ARTime's running median, the likelihoods' tails; the confirmation rule's state, version 3:
+one entry per metric in every per-metric list, scales above 0, an open event's hits, peaks and
+first points set together, a confirmed event's anomaly, a lasting anomaly's metrics), and
+refuses a cursor, a last-seen point or any stamp the rule keeps after now (it would score
+nothing until then, or name an instant no date holds). Packed arrays are decoded, bounded
+(:data:`~seenbefore.detection.packed.MAX_PACKED_VALUES`) and checked finite and within
+±1e100 by :func:`~seenbefore.detection.packed.unpack`; the rule's windows are decoded here too,
+to check their lengths against the rule. Every refusal is an
+:class:`~seenbefore.errors.InputError` naming the field.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from seenbefore.detection import state_schema as s
+from seenbefore.detection.confirm import STATE_VERSION as CONFIRM_VERSION
+from seenbefore.detection.confirm import Confirmer, Rule
 from seenbefore.detection.online import STATE_VERSION as ONLINE_VERSION
 from seenbefore.detection.online import OnlineEnsemble, _plain
+from seenbefore.detection.packed import unpack
 from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
 
-STATE_VERSION = 2  # of Watcher.to_state: 2: packed arrays, the day of values, confirmation by
-# sustained deviation
+STATE_VERSION = 3  # of Watcher.to_state: 2: packed arrays, the day of values, confirmation by
+# sustained deviation; 3: the confirmation rule of detection/confirm.py, its own state
 
 
 class WatchSettings(Protocol):
@@ -40,6 +48,11 @@ class WatchSettings(Protocol):
 
     @property
     def learning_points(self) -> int: ...
+
+    @property
+    def probation(self) -> int: ...
+
+    def rule(self) -> Rule: ...
 
     def identity(self) -> dict[str, Any]: ...
 
@@ -94,8 +107,10 @@ def check_watch_state(
     state: Mapping[str, Any], settings: WatchSettings, *, now: dt.datetime | None = None
 ) -> None:
     """InputError unless ``state`` is one that ``settings`` wrote (module docstring)."""
-    fresh = OnlineEnsemble(probation=settings.learning_points, **_event_params())
+    fresh = OnlineEnsemble(probation=settings.probation, **_event_params())
     fresh._start()
+    rule = settings.rule()
+    metrics = 1  # a watched series is one metric
     queries = frozenset(settings.queries)
     query = _one_of(queries, "one of the watched queries")
     series = s.record(
@@ -105,19 +120,14 @@ def check_watch_state(
                 s.text(MAX_LABEL_CHARS), s.text(MAX_LABEL_CHARS), max_items=MAX_LABELS
             ),
             "detector": _online(fresh),
-            "recent": _PACKED,
-            "day": _PACKED,
-            "head": _PACKED,
-            "level": s.optional(s.pair(_NUM, _POSITIVE)),
+            "confirmer": _confirmer(metrics),
             "last_ms": s.optional(_MS),
             "seen": _INT,
             "last_score": _NUM,
             "anomalies": _INT,
             "unconfirmed": _INT,
-            "event": s.optional(_EVENT),
-            "hold": s.optional(s.list_of(_NUM, min_items=3, max_items=3)),  # checked below
-        },
-        optional_keys=frozenset({"hold"}),
+            "merged": _INT,
+        }
     )
     watcher = s.record(
         {
@@ -138,24 +148,22 @@ def check_watch_state(
         _not_future(f"state.cursor[{q[:40]!r}]", ms, limit)
     for key, one in state["series"].items():
         path = f"state.series[{key[:60]!r}]"
-        _series_invariants(one, key, path, fresh, limit)
+        _series_invariants(one, key, path, fresh, rule, limit)
 
 
 def _series_invariants(
-    one: Mapping[str, Any], key: str, path: str, fresh: OnlineEnsemble, limit: int
+    one: Mapping[str, Any],
+    key: str,
+    path: str,
+    fresh: OnlineEnsemble,
+    rule: Rule,
+    limit: int,
 ) -> None:
     if series_key(one["labels"]) != key:
         s.refuse(f"{path} key", key[:60], "the series' labels as JSON (series_key)")
     if one["last_ms"] is not None:
         _not_future(f"{path}.last_ms", one["last_ms"], limit)
-    hold = one.get("hold")
-    if hold is not None and (hold[1] <= 0 or hold[2] not in (1.0, -1.0)):
-        s.refuse(f"{path}.hold", hold, "[baseline, scale > 0, sign 1 or -1]")
-    event = one["event"]
-    if event is not None:
-        started = [event[k] is not None for k in ("best", "baseline", "first_ms")]
-        if any(started) != (event["hits"] > 0) or not (all(started) or not any(started)):
-            s.refuse(f"{path}.event", event, "best, baseline and first_ms set once hits > 0")
+    _confirmer_invariants(one["confirmer"], f"{path}.confirmer", rule, limit)
     _online_invariants(one["detector"], f"{path}.detector", fresh)
 
 
@@ -177,19 +185,110 @@ def _one_of(allowed: frozenset[str], what: str) -> s.Check:
     return check
 
 
-_EVENT = s.record(
-    {
-        "start": _INT,
-        "start_ms": _MS,
-        "quiet": _INT,
-        "score": _NUM,
-        "confirmed": s.boolean,
-        "best": s.optional(s.pair(_NUM, _NUM)),
-        "baseline": s.optional(_NUM),
-        "hits": _INT,
-        "first_ms": s.optional(_MS),
+def _confirmer(k: int) -> s.Check:
+    """``Confirmer.to_state`` for ``k`` metrics: every per-metric list holds exactly ``k``."""
+
+    def each(item: s.Check) -> s.Check:
+        return s.list_of(item, min_items=k, max_items=k)
+
+    scaled = s.pair(_NUM, _POSITIVE)  # (median, robust scale): a scale divides
+    event = s.record(
+        {
+            "t": _INT,
+            "stamp": _MS,
+            "score": _NUM,
+            "base": each(s.optional(scaled)),
+            "quiet": _INT,
+            "hits": each(_INT),
+            "first": each(s.optional(_MS)),
+            # (z, value, baseline, scale, day scale) at the peak
+            "best": each(s.optional(_record_list(_NUM, _NUM, _NUM, _POSITIVE, _POSITIVE))),
+            "largest": each(s.number(0.0, MAX_MAGNITUDE)),
+            "yesterday": each(_INT),
+            "last_hit": each(s.whole(-1)),
+            "confirmed": s.boolean,
+            "anomaly": s.optional(_MS),
+            "joined": s.boolean,
+            "described": s.boolean,
+        }
+    )
+    metric = _one_of(frozenset(str(j) for j in range(k)), "a metric's index")
+    # (baseline, scale, sign, day scale) of each metric the lasting anomaly holds
+    held = _record_list(_NUM, _POSITIVE, _sign, _POSITIVE)
+    return s.record(
+        {
+            "version": s.equals(CONFIRM_VERSION, f"the confirmation state's {CONFIRM_VERSION}"),
+            "t": _INT,
+            "recent": each(_PACKED),
+            "day": each(_PACKED),
+            "head": each(_PACKED),
+            "level": s.optional(each(scaled)),
+            "event": s.optional(event),
+            "hold": s.optional(s.pair(_MS, s.mapping(metric, held, max_items=k))),
+            "back": s.pair(_INT, s.optional(_MS)),
+        }
+    )
+
+
+def _record_list(*items: s.Check) -> s.Check:
+    """A list of exactly ``len(items)`` values, each checked by its own check."""
+
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, list) or len(value) != len(items):
+            s.refuse(path, value, f"a list of {len(items)} numbers")
+        for i, (v, item) in enumerate(zip(value, items, strict=True)):
+            item(v, f"{path}[{i}]")
+
+    return check
+
+
+def _sign(value: Any, path: str) -> None:
+    if isinstance(value, bool) or value not in (1, -1):
+        s.refuse(path, value, "1 or -1 (the direction the anomaly holds)")
+
+
+def _confirmer_invariants(state: Mapping[str, Any], path: str, rule: Rule, limit: int) -> None:
+    """What the rule indexes and divides by, and the stamps it reports (module docstring)."""
+    t = state["t"]
+    learning = max(1, rule.learning)  # the level is learned once a point has been seen
+    if (state["level"] is None) != (t < learning):
+        s.refuse(f"{path}.level", state["level"], f"null while learning ({learning} points)")
+    fresh = Confirmer(["x"], rule)
+    bounds = {
+        "recent": fresh.recent[0].maxlen or 0,
+        "day": fresh.day[0].maxlen or 0,
+        "head": learning,
     }
-)
+    for name, most in bounds.items():
+        for j, text in enumerate(state[name]):
+            n = len(unpack(text))  # InputError past MAX_PACKED_VALUES, or if not finite
+            if n > most:
+                s.refuse(f"{path}.{name}[{j}]", f"{n} values", f"at most {most} (the rule's)")
+    back, since = state["back"]
+    if (back == 0) != (since is None):
+        s.refuse(f"{path}.back", state["back"], "[0, null] or [points back, first stamp]")
+    if since is not None:
+        _not_future(f"{path}.back[1]", since, limit)
+    hold = state["hold"]
+    if hold is not None:
+        _not_future(f"{path}.hold[0]", hold[0], limit)
+    event = state["event"]
+    if event is None:
+        return
+    where = f"{path}.event"
+    _not_future(f"{where}.stamp", event["stamp"], limit)
+    for j, hits in enumerate(event["hits"]):
+        first, best = event["first"][j], event["best"][j]
+        if (hits > 0) != (first is not None) or (hits > 0) != (best is not None):
+            s.refuse(f"{where}.hits[{j}]", hits, "first and best set exactly when hits > 0")
+        if first is not None:
+            _not_future(f"{where}.first[{j}]", first, limit)
+    if event["confirmed"] != (event["anomaly"] is not None):
+        s.refuse(f"{where}.anomaly", event["anomaly"], "a stamp exactly when confirmed")
+    if event["anomaly"] is not None:
+        _not_future(f"{where}.anomaly", event["anomaly"], limit)
+    if (event["joined"] or event["described"]) and not event["confirmed"]:
+        s.refuse(f"{where}.confirmed", False, "true when joined or described")
 
 
 def _triage(value: Any, path: str) -> None:

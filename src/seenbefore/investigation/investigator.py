@@ -18,7 +18,7 @@ from seenbefore.investigation.withhold import findings
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.signals import normalise_signal
-from seenbefore.types import Candidate, SearchFilters
+from seenbefore.types import Candidate, ModelFit, SearchFilters
 
 __all__ = [
     "EVIDENCE_SECTIONS",
@@ -109,9 +109,8 @@ class Investigator:
                 "postmortem visible to the caller"
             )
         elif novel:
-            reason = (
-                f"p_precedent {result.confidence:.2f} is at or below the calibrated "
-                "'no precedent' threshold"
+            reason = novel_reason(
+                result.confidence, result.confidence_model_fit, result.confidence_model_key
             )
         else:
             reason = ""
@@ -194,3 +193,15 @@ def search_options(request: InvestigationRequest, k: int) -> SearchOptions:
     if request.source == "anomaly" and request.signal_strengths:
         return SearchOptions(k=k, profile="anomaly", signals=dict(request.signal_strengths))
     return SearchOptions(k=k)
+
+
+def novel_reason(p: float, fit: ModelFit | None, key: str | None) -> str:
+    """Why a search reads "no precedent", with the threshold of the model that scored it (an
+    anomaly's query is scored by the anomaly model, whose threshold is not the text one)."""
+    if fit is None:
+        return f"p_precedent {p:.2f} is at or below the calibrated 'no precedent' threshold"
+    model = f"the {key} confidence model" if key else "the confidence model"
+    return (
+        f"p_precedent {p:.2f} is at or below {fit.lo:.2f}, the 'no precedent' threshold of "
+        f"{model} that scored this query"
+    )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A plain install works: `pip install .` (no extras) into a fresh venv, then the default CLI path
 # (ingest the sample KB, search it with --mode sparse) must succeed, none of the extras' packages
-# may have been installed, and each optional path (LSA, an LLM, the server, MCP, detection) must
+# may have been installed, and each optional path (LSA, an LLM, the server, MCP, the Isolation
+# Forest detector) must
 # exit non-zero with the `pip install 'seenbefore[X]'` hint. tests/test_extras.py checks the same
 # inside the suite's venv by blocking the imports; this one proves the packaging itself.
 # The install reaches the package index (or the configured local one); the checks do not.
@@ -72,7 +73,8 @@ expect_hint "LLM (investigate)" llm env SEENBEFORE_LLM_BASE_URL=http://127.0.0.1
     SEENBEFORE_LLM_MODEL=m "$bin/seenbefore" investigate "expired certificate"
 expect_hint "serve" server "$bin/seenbefore" serve --port 9
 expect_hint "mcp" server "$bin/seenbefore" mcp
-expect_hint "detect" detect "$bin/seenbefore" detect --scenario cpu_saturation --hours 30
+expect_hint "detect (Isolation Forest)" detect "$bin/seenbefore" detect --detector iforest \
+    --scenario cpu_saturation --hours 30
 if [[ $failures -ne 0 ]]; then
     echo "== plain install check FAILED ($failures)" >&2
     exit 1

@@ -89,7 +89,10 @@ PLAIN = (
         "reindex_lsa": ["reindex"],
         "serve": ["serve", "--port", "9"],
         "mcp": ["mcp"],
-        "detect": ["detect", "--scenario", "cpu_saturation", "--hours", "30"],
+        "detect": [
+            "detect", "--detector", "iforest", "--scenario", "cpu_saturation", "--hours", "30"
+        ],
+        "detect_ensemble": ["detect", "--scenario", "cpu_saturation", "--hours", "30"],
         "investigate_llm": ["investigate", "expired certificate"],
         "eval": ["eval", "--embedders", "lsa"],
     }
@@ -174,7 +177,7 @@ def test_default_path_runs_without_any_extra(plain: dict[str, Any]) -> None:
         ("reindex_lsa", "lsa", "fitting the LSA embedder"),
         ("serve", "server", "`seenbefore serve`"),
         ("mcp", "server", "`seenbefore mcp`"),
-        ("detect", "detect", "the anomaly likelihood (a Gaussian tail)"),
+        ("detect", "detect", "the IsolationForest detector"),
         ("investigate_llm", "llm", "rendering an LLM prompt"),
         ("eval", "eval", "IR metrics"),
     ],
@@ -281,3 +284,12 @@ def test_eval_with_only_the_eval_extra_runs_the_sparse_modes(tmp_path: Path) -> 
     assert run["code"] == 0, run["output"][-3000:]
     report = json.loads(run["output"][run["output"].index("{") :])
     assert list(report["modes"]) == ["sparse"] and report["best_mode"] == "sparse"
+
+
+def test_the_default_detector_runs_on_a_plain_install(plain: dict[str, Any]) -> None:
+    # the streaming ensemble and its confirmation rule are numpy only (detection/confirm.py);
+    # only the Isolation Forest and the batch likelihood need the detect extra
+    run = plain["detect_ensemble"]
+    text = flat(run["output"])
+    assert run["code"] == 0 and not run["crashed"], text
+    assert "1 anomaly" in text and "precision 1.00, recall 1.00" in text, text

@@ -27,18 +27,25 @@ def save(store: Store, record: CalibrationRecord) -> None:
     store.set_json(RECORD, record.as_dict())
 
 
+def live(model: ConfidenceModel, *, by: str, line: str) -> LiveModel:
+    return LiveModel(model.as_dict(), by, now(), line)
+
+
+def gate_of(weights: FusionWeights) -> GateWeight:
+    return GateWeight(weights.dense, weights.source, dict(weights.evidence))
+
+
 def keep_model(
     store: Store, key: str, model: ConfidenceModel, *, by: str, line: str, who: str
 ) -> CalibrationRecord:
     """Make ``model`` the live model for ``key`` (its fit already won the precedence check)."""
-    record = load(store).with_model(key, LiveModel(model.as_dict(), by, now(), line), who)
+    record = load(store).with_model(key, live(model, by=by, line=line), who)
     save(store, record)
     return record
 
 
 def keep_gate(store: Store, family: str, weights: FusionWeights, *, who: str) -> CalibrationRecord:
-    gate = GateWeight(weights.dense, weights.source, dict(weights.evidence))
-    record = load(store).with_gate(family, gate, who, now())
+    record = load(store).with_gate(family, gate_of(weights), who, now())
     save(store, record)
     return record
 

@@ -54,6 +54,7 @@ MAX_DOCUMENTS = 150  # documents sampled for cases (keeps ingest of a large KB b
 # mostly asks about what has happened before). Each document gives one case with it present and
 # one with it left out, so a left-out case weighs half (the level of p_precedent follows it).
 PRESENT_SHARE = 1 / 3
+SELF = "self-calibration"  # who the record says wrote what self-calibration kept
 __all__ = ["maybe_self_calibrate", "self_calibrate", "self_cases"]
 
 
@@ -296,17 +297,18 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
     }
     run["live"] = "self-calibrated: " + ", ".join(kept) if kept else "shipped or earlier models"
     run["reason"] = "; ".join(f"{k}: {m['reason']}" for k, m in modes_fitted.items())
-    record.save_run(kb.store, run)
-    people.keep_cases(kb.store, run["fingerprint"], rows_by_key)
+    # the run's summary and whatever won, in one write of the record
+    rec = replace(record.load(kb.store), self_run=run)
     gate = modes_fitted.get("gate")
     if gate and gate["kept"]:
-        record.keep_gate(kb.store, family, gate["weights"], who="self-calibration")
+        rec = rec.with_gate(family, record.gate_of(gate["weights"]), SELF, record.now())
     for key in kept:
         m = modes_fitted[key]
-        line = describe(run, key, m)
-        record.keep_model(
-            kb.store, key, m["model"], by="self-calibration", line=line, who="self-calibration"
+        rec = rec.with_model(
+            key, record.live(m["model"], by=SELF, line=describe(run, key, m)), SELF
         )
+    record.save(kb.store, rec)
+    people.keep_cases(kb.store, run["fingerprint"], rows_by_key)
     return run
 
 

@@ -98,6 +98,13 @@ def test_a_review_started_on_one_replica_is_decided_on_another(
             ("INC-2021-007", 0, "wrong_precedent"),
             ("INC-2021-007", 1, "approved"),
         ]
+        from seenbefore.calibration.people import labels as said
+
+        # who said each label, and with which role, read the same way on PostgreSQL
+        assert [(p.label, p.who, p.role) for p in said(kb.store)] == [
+            (0, alice.name, alice.role),
+            (1, alice.name, alice.role),
+        ]
         with pytest.raises(ConflictError, match="already approved"):
             wf.approve(second, reviewer=alice)
 

@@ -41,7 +41,6 @@ MAX_PRINCIPAL_SHARE = 0.25  # of the people style's weight, once three or more p
 REFIT_EVERY = 10  # new labels after which the next decision refits
 REFIT_RECORD = "review_refit"  # settings key: labels counted at the last refit
 NOT_AGAINST_RETRIEVAL = ("right_precedent_wrong_cause",)
-DECISIONS = ("approved", "dismissed", "feedback")
 ROLES = ("viewer", "responder", "reviewer", "admin")  # security/tokens.py, increasing power
 MIN_ROLE = "reviewer"  # whose labels move the shared model without an admin's acceptance
 
@@ -63,13 +62,11 @@ def labels(store: Store) -> list[PersonLabel]:
     """Every stored label with the principal whose decision or feedback made it."""
     rows = store.query(
         "SELECT l.review_id, l.round, l.doc_id, l.model_key, l.signals, l.label, l.reason,"
-        " (SELECT e.actor FROM review_events e WHERE e.review_id = l.review_id"
-        "  AND e.round = l.round AND e.action IN ('approved', 'dismissed', 'feedback')"
-        "  ORDER BY e.id DESC LIMIT 1) AS who,"
-        " (SELECT e.detail FROM review_events e WHERE e.review_id = l.review_id"
-        "  AND e.round = l.round AND e.action IN ('approved', 'dismissed', 'feedback')"
-        "  ORDER BY e.id DESC LIMIT 1) AS detail"
-        " FROM calibration_labels l ORDER BY l.id"
+        " e.actor AS who, e.detail AS detail"
+        " FROM calibration_labels l LEFT JOIN review_events e ON e.id ="
+        " (SELECT MAX(d.id) FROM review_events d WHERE d.review_id = l.review_id"
+        "  AND d.round = l.round AND d.action IN ('approved', 'dismissed', 'feedback'))"
+        " ORDER BY l.id"
     )
 
     def role_of(who: str, detail: str | None) -> str:

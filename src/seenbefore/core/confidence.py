@@ -38,7 +38,7 @@ SIGNALS: tuple[str, ...] = (
     "signal_agreement",  # 1 if the signals ranking and sparse agree on the top document
     "signal_coverage",  # share of the anomaly's IDF-weighted strength the top hit records
     "type_consensus",  # share of the next three hits that are the top hit's failure mode
-    "mode_match",  # probability that the query's failure mode is the top hit's
+    "mode_match",  # lift of the query's probability of the top hit's failure mode over an even share
     # measured against the query's own scores over the KB (retrieval/standing.py)
     "in_domain",
     "query_coverage",

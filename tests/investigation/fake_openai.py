@@ -36,6 +36,7 @@ def chat(
     prompt_tokens: int = 120,
     completion_tokens: int = 40,
     delay_s: float = 0.0,
+    finish_reason: str = "stop",
 ) -> Reply:
     """A successful chat completion whose message content is ``content`` (JSON or not)."""
     body = {
@@ -47,7 +48,7 @@ def chat(
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
             }
         ],
         "usage": {

@@ -24,7 +24,7 @@ from seenbefore.investigation.llm import (
     ScriptedLLM,
     llm_from_settings,
 )
-from seenbefore.investigation.llm_reporter import LLMReporter, judge
+from seenbefore.investigation.llm_reporter import LLMReporter, draft_schema, judge
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter
 from seenbefore.textguard import scan
@@ -119,17 +119,21 @@ def test_a_valid_answer_is_accepted_and_its_usage_recorded(serve: Serve) -> None
     assert draft.hypothesis.startswith("As in INC-1")
     assert "fake-model" in draft.drafted_by and OFFLINE_LABEL not in draft.drafted_by
     assert draft.advisory == Draft.model_fields["advisory"].default
-    assert draft.retrieval_trace["llm"] == {
+    llm_trace = draft.retrieval_trace["llm"]
+    assert {k: llm_trace[k] for k in ("model", "prompt_tokens", "completion_tokens", "calls")} == {
         "model": "fake-model",
         "prompt_tokens": 321,
         "completion_tokens": 55,
         "calls": 1,
     }
+    # the draft's schema was asked for in the first form an endpoint may take
+    assert llm_trace["response_format"] == "json_schema" and "rejection" not in llm_trace
     assert [c["id"] for c in draft.retrieval_trace["candidates"]] == ["INC-1", "INC-2"]
     assert "invented_citations" not in draft.retrieval_trace
     body = server.requests[0]["body"]
     assert body["model"] == "fake-model" and body["temperature"] == 0
-    assert body["response_format"] == {"type": "json_object"} and body["max_tokens"] == 800
+    assert body["response_format"]["type"] == "json_schema" and body["max_tokens"] == 800
+    assert body["response_format"]["json_schema"]["schema"] == json.loads(draft_schema())
     assert server.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
     prompt = server.messages()[-1]["content"]
     for text in POOL_SECTIONS.values():  # whole sections, not snippets
@@ -151,7 +155,8 @@ def test_an_invalid_answer_gets_one_repair_request(serve: Serve, bad: str) -> No
     )
     draft = LLMReporter(llm).draft(evidence())
     assert draft.cited_incidents == ["INC-1"] and "repaired once" in draft.drafted_by
-    assert draft.retrieval_trace["llm"] == {
+    llm_trace = draft.retrieval_trace["llm"]
+    assert {k: llm_trace[k] for k in ("model", "prompt_tokens", "completion_tokens", "calls")} == {
         "model": "fake-model",
         "prompt_tokens": 300,
         "completion_tokens": 30,
@@ -173,6 +178,81 @@ def test_invalid_twice_falls_back_to_the_offline_reporter_and_says_so(serve: Ser
     assert draft.hypothesis == OfflineReporter().draft(ev).hypothesis
     assert draft.retrieval_trace["llm"]["calls"] == 2
     assert "failed validation twice" in draft.retrieval_trace["llm"]["fallback"]
+    assert draft.retrieval_trace["llm"]["rejection"] == "validation"
+
+
+def test_an_endpoint_that_refuses_json_schema_gets_the_next_form_and_keeps_it(
+    serve: Serve,
+) -> None:
+    refusal = "Input should be 'text' or 'json_object' (body.response_format.type)"
+    server, llm = serve([http_error(422, refusal), chat(answer()), chat(answer())])
+    reporter = LLMReporter(llm)
+    first = reporter.draft(evidence())
+    assert first.cited_incidents == ["INC-1"] and OFFLINE_LABEL not in first.drafted_by
+    assert first.retrieval_trace["llm"]["response_format"] == "json_object+schema"
+    kinds = [r["body"]["response_format"] for r in server.requests]
+    assert kinds[0]["type"] == "json_schema"
+    assert kinds[1] == {"type": "json_object", "schema": json.loads(draft_schema())}
+    reporter.draft(evidence())  # the next draft starts at the form that worked
+    assert len(server.requests) == 3 and server.requests[2]["body"]["response_format"] == kinds[1]
+    assert server.unexpected == 0
+
+
+def test_a_reply_cut_at_the_token_limit_is_a_named_rejection_not_a_repair(serve: Serve) -> None:
+    server, llm = serve([chat('{"summary": "the pool', finish_reason="length")])
+    draft = LLMReporter(llm).draft(evidence())
+    assert len(server.requests) == 1  # no repair round for a reply that ran out of room
+    assert draft.drafted_by.startswith(OFFLINE_LABEL) and "token limit" in draft.drafted_by
+    assert draft.retrieval_trace["llm"]["rejection"] == "truncated"
+
+
+def long_sections() -> dict[str, str]:
+    return {k: (v + " ") * 40 for k, v in POOL_SECTIONS.items()}
+
+
+def test_a_server_that_states_its_window_gets_a_prompt_cut_to_fit(serve: Serve) -> None:
+    said = (
+        "This model's maximum context length is 2048 tokens. However, you requested 5012 "
+        "tokens (4212 in the messages, 800 in the completion)."
+    )
+    items = [item(f"INC-{i}", **long_sections()) for i in range(1, 6)]
+    server, llm = serve([http_error(400, said), chat(answer())])
+    draft = LLMReporter(llm).draft(evidence(*items))
+    assert OFFLINE_LABEL not in draft.drafted_by and len(server.requests) == 2
+    prompt = server.requests[1]["body"]
+    cut = draft.retrieval_trace["llm"]["prompt"]
+    assert cut["context_tokens"] == 2048 and cut["context_from"] == "server"
+    assert prompt["max_tokens"] == cut["reply_tokens"] <= 2048 // 3
+    assert cut["estimated"] <= cut["prompt_budget"] < 2048 - cut["reply_tokens"]
+    assert cut["sections_cut"] > 0
+    assert "cut to fit the model's context" in prompt["messages"][-1]["content"]
+    sent = sum(len(m["content"]) for m in prompt["messages"])
+    assert sent < sum(len(m["content"]) for m in server.requests[0]["body"]["messages"])
+
+
+def test_the_context_setting_cuts_sections_first_then_trailing_candidates(serve: Serve) -> None:
+    items = [item(f"INC-{i}", **long_sections()) for i in range(1, 6)]
+    server, llm = serve([chat(answer())])
+    llm.context_tokens = 2600
+    draft = LLMReporter(llm).draft(evidence(*items))
+    cut = draft.retrieval_trace["llm"]["prompt"]
+    assert cut["context_from"] == "setting" and cut["sections_cut"] > 0
+    dropped = cut.get("candidates_dropped", [])
+    assert dropped == [f"INC-{i}" for i in range(6 - len(dropped), 6)]  # the weakest go first
+    body = json.dumps(server.requests[0]["body"])
+    assert "INC-1" in body and all(
+        f"### Candidate {i}: {d}" not in body for i, d in enumerate(dropped)
+    )
+    assert draft.cited_incidents == ["INC-1"]
+
+
+def test_a_window_too_small_for_the_instructions_never_calls_the_model(serve: Serve) -> None:
+    server, llm = serve([])
+    llm.context_tokens = 600
+    draft = LLMReporter(llm).draft(evidence())
+    assert server.requests == []
+    assert draft.retrieval_trace["llm"]["rejection"] == "context"
+    assert "larger context" in draft.drafted_by
 
 
 def test_invented_citations_are_dropped_and_marked(serve: Serve) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -20,14 +21,25 @@ from typing import Any
 from pydantic import ValidationError
 
 from seenbefore.core.confidence import label
-from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence
-from seenbefore.investigation.llm import LLM, Completion, LLMError, LLMTimeout, unfence
+from seenbefore.investigation.budget import Fitted, PromptTooLong, estimate_tokens, fit_prompt
+from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
+from seenbefore.investigation.llm import (
+    LLM,
+    Completion,
+    LLMContextExceeded,
+    LLMError,
+    LLMTimeout,
+    LLMTruncated,
+    Message,
+    unfence,
+)
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter, trace
 from seenbefore.investigation.templates import render
 from seenbefore.investigation.withhold import Flagged, describe, flagged_sections, sweep
 
-__all__ = ["SYSTEM_FIELDS", "LLMReporter", "draft_schema", "judge", "render"]
+__all__ = ["REJECTIONS", "SYSTEM_FIELDS", "LLMReporter", "draft_schema", "judge", "render"]
 
+DEFAULT_REPLY_TOKENS = 800  # a client that states no max_tokens
 SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace", "withheld")
 MODEL_TEXT_FIELDS = (
     "summary",
@@ -39,21 +51,38 @@ MODEL_TEXT_FIELDS = (
 )
 
 
+# what the retrieval decides, whatever the model writes: filled from the evidence, so the model
+# is neither asked for them nor spends its reply on them
+RETRIEVAL_FIELDS = ("confidence", "confidence_label", "novel", "verdict")
+
+
+def _untitled(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _untitled(v) for k, v in node.items() if k != "title"}
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    return node
+
+
 @cache
 def draft_schema() -> str:
-    """The JSON schema the model must follow: Draft's, less the fields the system fills."""
+    """The JSON schema the model must follow: Draft's, less the fields the system and the
+    retrieval fill, without pydantic's titles (a small model's window is precious)."""
     schema = Draft.model_json_schema()
-    for key in SYSTEM_FIELDS:
+    for key in (*SYSTEM_FIELDS, *RETRIEVAL_FIELDS):
         schema["properties"].pop(key, None)
+    schema["required"] = [k for k in schema.get("required", []) if k in schema["properties"]]
+    schema.pop("description", None)
     defs = schema.get("$defs", {})
     defs.pop("Withheld", None)  # only the system-filled field used it
     if not defs:
         schema.pop("$defs", None)
-    return json.dumps(schema)
+    return json.dumps(_untitled(schema), separators=(",", ":"))
 
 
-def _parse(text: str) -> Draft:
-    """The model's answer as a Draft; fields the system fills are ignored if it sends them."""
+def _parse(text: str, evidence: Evidence) -> Draft:
+    """The model's answer as a Draft: fields the system fills are ignored if it sends them, and
+    the retrieval's (confidence, verdict) filled from ``evidence`` where it leaves them out."""
     raw = unfence(text)
     try:
         data = json.loads(raw)
@@ -61,6 +90,12 @@ def _parse(text: str) -> Draft:
         return Draft.model_validate_json(raw)  # raises the ValidationError the repair quotes
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k not in SYSTEM_FIELDS}
+        data = {
+            "confidence": evidence.confidence,
+            "confidence_label": evidence.confidence_label,
+            "novel": evidence.novel,
+            "verdict": evidence.verdict,
+        } | data
     return Draft.model_validate(data)
 
 
@@ -72,24 +107,46 @@ def _describe(exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 0, "maximum": 5},
+        "reason": {"type": "string"},
+    },
+    "required": ["score", "reason"],
+}
+# why a draft fell back to the offline reporter, by name (the trace's llm.rejection)
+REJECTIONS = ("local-only", "context", "validation", "truncated", "timeout", "call-failed")
+
+
 class _Usage:
     def __init__(self, model: str) -> None:
         self.model, self.prompt_tokens, self.completion_tokens, self.calls = model, 0, 0, 0
+        self.response_format = ""
+        self.prompt: dict[str, Any] = {}  # what fit_prompt kept and cut
+        self.started = time.perf_counter()
 
     def add(self, completion: Completion) -> Completion:
         self.model = completion.model or self.model
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
+        self.response_format = completion.response_format or self.response_format
         self.calls += 1
         return completion
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "model": self.model,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "calls": self.calls,
+            "elapsed_s": round(time.perf_counter() - self.started, 3),
         }
+        if self.response_format:
+            out["response_format"] = self.response_format
+        if self.prompt:
+            out["prompt"] = self.prompt
+        return out
 
 
 class LLMReporter:
@@ -110,6 +167,9 @@ class LLMReporter:
         local_only_tiers: Sequence[str] = (),
     ) -> None:
         self.llm = llm
+        # the model's window: the client's setting, then what the server says (fit_prompt)
+        self.context_tokens: int | None = getattr(llm, "context_tokens", None)
+        self.max_tokens = int(getattr(llm, "max_tokens", DEFAULT_REPLY_TOKENS))
         self.fallback = fallback
         self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
         self.local_only_tiers = tuple(local_only_tiers)
@@ -132,54 +192,102 @@ class LLMReporter:
                 f"{', '.join(blocked)} may not go to host {self.host or '(unknown)'}, "
                 "which is not in allowed_hosts"
             )
-            return self._offline(evidence, today, usage, reason, skipped=True)
+            return self._offline(evidence, today, usage, "local-only", reason, skipped=True)
         flagged = flagged_sections(evidence)
         hidden: dict[str, dict[str, str]] = {}
         for f in flagged:
             hidden.setdefault(f.doc_id, {})[f.section] = describe(f.kinds)
-        messages = render(
-            "reporter.j2",
-            query=evidence.request.query,
-            items=evidence.items,
-            evidence=evidence,
-            section_keys=EVIDENCE_SECTIONS,
-            hidden=hidden,
-            schema=draft_schema(),
-        )
-        repaired = False
-        try:
-            answer = usage.add(self.llm.complete(messages))
-            try:
-                parsed = _parse(answer.text)
-            except ValidationError as first:
-                repaired = True
-                repair = render("reporter_repair.j2", error=_describe(first), schema=draft_schema())
-                messages += [{"role": "assistant", "content": answer.text}, *repair]
-                answer = usage.add(self.llm.complete(messages))
-                parsed = _parse(answer.text)
-        except ValidationError as second:
-            reason = (
-                "the model's answer failed validation twice (after one repair request): "
-                + _describe(second).replace("\n", "; ")
+
+        def render_with(items: Sequence[EvidenceItem]) -> list[Message]:
+            return render(
+                "reporter.j2",
+                query=evidence.request.query,
+                items=items,
+                evidence=evidence,
+                section_keys=EVIDENCE_SECTIONS,
+                hidden=hidden,
+                schema=draft_schema(),
             )
-            return self._offline(evidence, today, usage, reason)
-        except LLMTimeout as exc:
-            return self._offline(evidence, today, usage, f"the model timed out: {exc}")
-        except LLMError as exc:
-            return self._offline(evidence, today, usage, f"the model call failed: {exc}")
-        return self._guard(parsed, evidence, usage, repaired, flagged)
+
+        context, source = self.context_tokens, "setting"
+        for attempt in (1, 2):
+            try:
+                fitted = fit_prompt(
+                    render_with,
+                    evidence.items,
+                    context=context,
+                    max_tokens=self.max_tokens,
+                    source=source,
+                )
+                usage.prompt = fitted.trace
+                parsed, repaired = self._ask(fitted, usage, evidence)
+            except LLMContextExceeded as exc:
+                if attempt == 1 and exc.context and (context is None or exc.context < context):
+                    # the server said its window: fit the prompt to it and ask once more
+                    context, source = exc.context, "server"
+                    self.context_tokens = context
+                    continue
+                return self._offline(evidence, today, usage, "context", f"{exc}")
+            except PromptTooLong as exc:
+                return self._offline(evidence, today, usage, "context", f"{exc}")
+            except ValidationError as second:
+                reason = (
+                    "the model's answer failed validation twice (after one repair request): "
+                    + _describe(second).replace("\n", "; ")
+                )
+                return self._offline(evidence, today, usage, "validation", reason)
+            except LLMTruncated as exc:
+                reason = f"the model's answer was cut at its token limit: {exc}"
+                return self._offline(evidence, today, usage, "truncated", reason)
+            except LLMTimeout as exc:
+                return self._offline(
+                    evidence, today, usage, "timeout", f"the model timed out: {exc}"
+                )
+            except LLMError as exc:
+                reason = f"the model call failed: {exc}"
+                return self._offline(evidence, today, usage, "call-failed", reason)
+            return self._guard(parsed, evidence, usage, repaired, flagged)
+        raise AssertionError("unreachable: the second attempt returns")
+
+    def _ask(self, fitted: Fitted, usage: _Usage, evidence: Evidence) -> tuple[Draft, bool]:
+        """The model's draft for ``fitted`` and whether it took the one repair round; raises
+        ValidationError when the repaired answer fails too, LLMError when a call fails."""
+        schema = json.loads(draft_schema())
+        messages = fitted.messages
+        ask = {"schema": schema, "max_tokens": fitted.reply_tokens}
+        answer = usage.add(self.llm.complete(messages, **ask))
+        try:
+            return _parse(answer.text, evidence), False
+        except ValidationError as first:
+            repair = render("reporter_repair.j2", error=_describe(first), schema=draft_schema())
+            messages = [*messages, {"role": "assistant", "content": answer.text}, *repair]
+            context = fitted.trace.get("context_tokens")
+            needed = estimate_tokens(messages) + (fitted.reply_tokens or 0)
+            if context and needed > context:
+                raise PromptTooLong(
+                    f"the answer failed validation ({_describe(first).splitlines()[0]}) and the "
+                    f"repair request (about {needed} tokens with its reply) would not fit the "
+                    f"{context}-token context"
+                ) from None
+            answer = usage.add(self.llm.complete(messages, **ask))
+            return _parse(answer.text, evidence), True
 
     def _offline(
         self,
         evidence: Evidence,
         today: dt.date | None,
         usage: _Usage,
+        rejection: str,
         reason: str,
         *,
         skipped: bool = False,
     ) -> Draft:
+        """The offline draft, saying which named rejection (``REJECTIONS``) sent it there."""
         draft = self.fallback.draft(evidence, today=today)
-        llm_trace = usage.as_dict() | {("skipped" if skipped else "fallback"): reason}
+        llm_trace = usage.as_dict() | {
+            ("skipped" if skipped else "fallback"): reason,
+            "rejection": rejection,
+        }
         return draft.model_copy(
             update={
                 "drafted_by": f"{OFFLINE_LABEL}; used instead of language model {self.model} "
@@ -254,7 +362,9 @@ class LLMReporter:
 
 def judge(llm: LLM, draft: Draft, expected_root_cause: str) -> tuple[float, int]:
     """Model-graded root-cause score, 0 to 5, and the tokens the grading used."""
-    answer = llm.complete(render("judge.j2", draft=draft, expected=expected_root_cause))
+    answer = llm.complete(
+        render("judge.j2", draft=draft, expected=expected_root_cause), schema=JUDGE_SCHEMA
+    )
     tokens = answer.prompt_tokens + answer.completion_tokens
     try:
         data = json.loads(unfence(answer.text))

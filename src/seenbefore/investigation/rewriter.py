@@ -44,6 +44,13 @@ class Rewrite:
         }
 
 
+QUERIES_SCHEMA = {
+    "type": "object",
+    "properties": {"queries": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+    "required": ["queries"],
+}
+
+
 def parse_queries(text: str) -> tuple[str, ...]:
     """``{"queries": [...]}`` -> up to MAX_QUERIES distinct, non-empty, bounded strings."""
     try:
@@ -80,7 +87,7 @@ class QueryRewriter:
         )
         started = time.perf_counter()
         try:
-            completion = self.llm.complete(messages, json_mode=True)
+            completion = self.llm.complete(messages, json_mode=True, schema=QUERIES_SCHEMA)
         except LLMError as exc:
             return Rewrite((), self.model, elapsed_ms=_ms(started), error=str(exc))
         tokens = (completion.prompt_tokens, completion.completion_tokens)

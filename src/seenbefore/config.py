@@ -11,7 +11,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -62,6 +62,19 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=20.0, gt=0)
+    llm_context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        description="the model's context window in tokens; unset: learned from the server "
+        "when a prompt does not fit (the prompt is then cut to it)",
+    )
+    llm_response_format: Literal[
+        "auto", "json_schema", "json_object+schema", "json_object", "prompt-only"
+    ] = Field(
+        default="auto",
+        description="how the draft's JSON schema is asked for; auto: the first form the "
+        "endpoint accepts",
+    )
     llm_rewrite_queries: bool = Field(
         default=False,
         description="let the LLM rewrite anomalies into postmortem-vocabulary queries (fused); "

@@ -407,3 +407,22 @@ def test_llm_from_settings() -> None:
         llm_from_settings({"llm_base_url": "http://127.0.0.1:8000/v1"})
     with pytest.raises(ConfigError, match="expected an http"):
         llm_from_settings({"llm_base_url": "127.0.0.1:8000", "llm_model": "m"})
+
+
+def test_raw_newlines_inside_strings_are_text_not_a_rejection(serve: Serve) -> None:
+    # what SmolLM2 under llama.cpp's JSON grammar wrote: a newline inside a string
+    text = answer(summary="Likely INC-1:\nthe pool is exhausted.").replace("\\n", "\n")
+    assert "\n" in text
+    server, llm = serve([chat(text)])
+    draft = LLMReporter(llm).draft(evidence())
+    assert len(server.requests) == 1 and OFFLINE_LABEL not in draft.drafted_by
+    assert draft.summary.startswith("Likely INC-1:")
+
+
+def test_a_repair_that_would_not_fit_the_window_is_a_validation_rejection(serve: Serve) -> None:
+    server, llm = serve([chat('{"summary": 3}')])
+    llm.context_tokens = 2048
+    draft = LLMReporter(llm).draft(evidence())
+    assert len(server.requests) == 1  # the repair was not sent: it could not fit
+    assert draft.retrieval_trace["llm"]["rejection"] == "validation"
+    assert "would not fit" in draft.drafted_by and "failed validation" in draft.drafted_by

@@ -50,7 +50,12 @@ class LLMTimeout(LLMError):
 
 
 class LLMTruncated(LLMError):
-    """The reply was cut at its token limit (``finish_reason: length``): not a complete answer."""
+    """The reply was cut at its token limit (``finish_reason: length``): not a complete answer.
+    ``completion`` is what came back (its usage counts)."""
+
+    def __init__(self, message: str, completion: Completion | None = None) -> None:
+        super().__init__(message)
+        self.completion = completion
 
 
 class LLMContextExceeded(LLMError):
@@ -247,7 +252,15 @@ class OpenAICompatibleLLM:
             raise LLMTruncated(
                 f"{self._where()} stopped at its token limit ({tokens[1]} reply tokens, "
                 "finish_reason length): the answer is incomplete; raise llm_max_tokens or give "
-                "the model a larger context"
+                "the model a larger context",
+                Completion(
+                    choice.message.content or "",
+                    tokens[0],
+                    tokens[1],
+                    response.model or self.model,
+                    kind,
+                    "length",
+                ),
             )
         if choice is None or not choice.message.content:
             raise LLMError(f"{self._where()} returned no message content; check the model")

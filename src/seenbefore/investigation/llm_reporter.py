@@ -51,6 +51,10 @@ MODEL_TEXT_FIELDS = (
 )
 
 
+class RepairTooLong(PromptTooLong):
+    """The answer failed validation and the repair request would not fit the window."""
+
+
 # what the retrieval decides, whatever the model writes: filled from the evidence, so the model
 # is neither asked for them nor spends its reply on them
 RETRIEVAL_FIELDS = ("confidence", "confidence_label", "novel", "verdict")
@@ -85,7 +89,9 @@ def _parse(text: str, evidence: Evidence) -> Draft:
     the retrieval's (confidence, verdict) filled from ``evidence`` where it leaves them out."""
     raw = unfence(text)
     try:
-        data = json.loads(raw)
+        # strict=False: raw newlines and tabs inside strings, which small models write (and
+        # llama.cpp's JSON grammar lets through), are text, not a reason to reject the answer
+        data = json.loads(raw, strict=False)
     except ValueError:
         return Draft.model_validate_json(raw)  # raises the ValidationError the repair quotes
     if isinstance(data, dict):
@@ -228,6 +234,8 @@ class LLMReporter:
                     self.context_tokens = context
                     continue
                 return self._offline(evidence, today, usage, "context", f"{exc}")
+            except RepairTooLong as exc:
+                return self._offline(evidence, today, usage, "validation", f"{exc}")
             except PromptTooLong as exc:
                 return self._offline(evidence, today, usage, "context", f"{exc}")
             except ValidationError as second:
@@ -237,6 +245,8 @@ class LLMReporter:
                 )
                 return self._offline(evidence, today, usage, "validation", reason)
             except LLMTruncated as exc:
+                if exc.completion is not None:
+                    usage.add(exc.completion)
                 reason = f"the model's answer was cut at its token limit: {exc}"
                 return self._offline(evidence, today, usage, "truncated", reason)
             except LLMTimeout as exc:
@@ -264,7 +274,7 @@ class LLMReporter:
             context = fitted.trace.get("context_tokens")
             needed = estimate_tokens(messages) + (fitted.reply_tokens or 0)
             if context and needed > context:
-                raise PromptTooLong(
+                raise RepairTooLong(
                     f"the answer failed validation ({_describe(first).splitlines()[0]}) and the "
                     f"repair request (about {needed} tokens with its reply) would not fit the "
                     f"{context}-token context"

@@ -15,7 +15,7 @@ $(BIN)/python:
 # or pip resolves a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[neural,lsa,detect,llm,server,postgres,eval,dev]'
+	$(BIN)/pip install --quiet -e '.[neural,lsa,detect,llm,local-llm,server,postgres,eval,dev]'
 	$(BIN)/seenbefore embedder export
 	touch $(STAMP)
 
@@ -34,9 +34,10 @@ typecheck: $(STAMP)
 system-deps:
 	bash scripts/system_deps.sh
 
-# Everything CI must run: lint, types, and the whole test suite (integration tests included).
+# Everything CI must run: lint, types, and the whole test suite (integration tests included;
+# the real-model tier, tests/reallm, must run, not skip).
 test: system-deps lint typecheck
-	$(BIN)/pytest -q
+	SEENBEFORE_REQUIRE_REAL_LLM=1 $(BIN)/pytest -q
 
 # Fast offline tests only, for quick local loops.
 check: $(STAMP)

@@ -426,3 +426,23 @@ def test_a_repair_that_would_not_fit_the_window_is_a_validation_rejection(serve:
     assert len(server.requests) == 1  # the repair was not sent: it could not fit
     assert draft.retrieval_trace["llm"]["rejection"] == "validation"
     assert "would not fit" in draft.drafted_by and "failed validation" in draft.drafted_by
+
+
+def test_a_fitted_prompt_the_server_counts_longer_is_cut_by_its_count(serve: Serve) -> None:
+    items = [item(f"INC-{i}", **long_sections()) for i in range(1, 6)]
+
+    def said(messages: int) -> str:
+        return (
+            f"This model's maximum context length is 2048 tokens. However, you requested "
+            f"{messages + 682} tokens ({messages} in the messages, 682 in the completion)."
+        )
+
+    server, llm = serve([http_error(400, said(4000)), http_error(400, said(1700)), chat(answer())])
+    draft = LLMReporter(llm).draft(evidence(*items))
+    assert len(server.requests) == 3 and OFFLINE_LABEL not in draft.drafted_by
+    cut = draft.retrieval_trace["llm"]["prompt"]
+    assert cut["context_tokens"] == 2048 and cut["estimate_scale"] > 1.2
+    sizes = [sum(len(m["content"]) for m in r["body"]["messages"]) for r in server.requests]
+    replies = [r["body"]["max_tokens"] for r in server.requests]
+    # whole, fitted by the estimate, then fitted by the count: a shorter prompt or reply
+    assert sizes[0] > sizes[1] >= sizes[2] and (sizes[2], replies[2]) < (sizes[1], replies[1])

@@ -7,7 +7,8 @@ budget is cut in this order, and the trace says what went:
 
 1. the candidates' quoted sections, each cut to ``SECTION_CAPS`` characters in turn;
 2. then trailing candidates (the weakest matches), down to one;
-3. if one candidate with its sections at the smallest cap still does not fit, the model is not
+3. then the reply's share, down to ``MIN_REPLY`` tokens;
+4. if one candidate with its sections at the smallest cap still does not fit, the model is not
    called (:class:`PromptTooLong`): the instructions and the schema alone need more room.
 
 Tokens are estimated from characters (``CHARS_PER_TOKEN``, measured on the reporter's prompt
@@ -29,6 +30,7 @@ CHARS_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 8  # chat-template tokens around each message
 MARGIN = 32  # tokens kept free beyond the estimate
 SECTION_CAPS = (1600, 800, 400, 200, 100)  # characters per quoted section, tried in turn
+MIN_REPLY = 256  # the shortest reply a draft is asked to fit in (a small draft is ~150 tokens)
 CUT_MARK = " [...cut to fit the model's context]"
 
 
@@ -43,10 +45,11 @@ class Fitted:
     trace: dict[str, Any] = field(default_factory=dict)
 
 
-def estimate_tokens(messages: Sequence[Message]) -> int:
-    """Tokens ``messages`` will take, estimated from their characters (module doc)."""
+def estimate_tokens(messages: Sequence[Message], scale: float = 1.0) -> int:
+    """Tokens ``messages`` will take, estimated from their characters (module doc); ``scale``
+    corrects the estimate by what the server counted for an earlier prompt."""
     chars = sum(len(m.get("content", "")) for m in messages)
-    return int(chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
+    return int(scale * chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD * len(messages)
 
 
 def reply_tokens(context: int, max_tokens: int) -> int:
@@ -77,9 +80,11 @@ def fit_prompt(
     context: int | None,
     max_tokens: int,
     source: str = "setting",
+    scale: float = 1.0,
 ) -> Fitted:
     """The prompt ``render`` makes from as much of ``items`` as fits ``context`` (module doc).
-    ``context`` None: the window is unknown, the prompt goes whole."""
+    ``context`` None: the window is unknown, the prompt goes whole. ``scale``: how far the
+    server's count of an earlier prompt exceeded the estimate (1: not known to)."""
     messages = render(items)
     if context is None:
         return Fitted(
@@ -93,14 +98,16 @@ def fit_prompt(
         "reply_tokens": reply,
         "prompt_budget": budget,
     }
-    estimated = estimate_tokens(messages)
+    if scale != 1.0:
+        trace["estimate_scale"] = round(scale, 3)
+    estimated = estimate_tokens(messages, scale)
     if estimated <= budget:
         return Fitted(messages, reply, trace | {"estimated": estimated})
     kept = list(items)
     for cap in SECTION_CAPS:
         capped, cut = _capped(kept, cap)
         messages = render(capped)
-        estimated = estimate_tokens(messages)
+        estimated = estimate_tokens(messages, scale)
         trace |= {"section_cap_chars": cap, "sections_cut": cut}
         if estimated <= budget:
             return Fitted(messages, reply, trace | {"estimated": estimated})
@@ -108,11 +115,18 @@ def fit_prompt(
     while len(capped) > 1:
         dropped.insert(0, capped.pop().doc_id)
         messages = render(capped)
-        estimated = estimate_tokens(messages)
+        estimated = estimate_tokens(messages, scale)
         if estimated <= budget:
             return Fitted(
                 messages, reply, trace | {"estimated": estimated, "candidates_dropped": dropped}
             )
+    # last, the reply gives up room, down to MIN_REPLY tokens
+    shorter = context - MARGIN - estimated
+    if shorter >= MIN_REPLY:
+        trace |= {"reply_tokens": shorter, "prompt_budget": context - shorter - MARGIN}
+        return Fitted(
+            messages, shorter, trace | {"estimated": estimated, "candidates_dropped": dropped}
+        )
     raise PromptTooLong(
         f"the prompt needs about {estimated} tokens with one candidate and its sections cut to "
         f"{SECTION_CAPS[-1]} characters, over the {budget} a {context}-token context leaves "

@@ -62,9 +62,12 @@ class LLMContextExceeded(LLMError):
     """The prompt and the reply do not fit the model's context window; ``context`` is the
     window when the server said it."""
 
-    def __init__(self, message: str, context: int | None = None) -> None:
+    def __init__(
+        self, message: str, context: int | None = None, prompt_tokens: int | None = None
+    ) -> None:
         super().__init__(message)
         self.context = context
+        self.prompt_tokens = prompt_tokens  # what the prompt took, when the server said
 
 
 # the forms of response_format tried with a schema, most specific first (module doc)
@@ -75,6 +78,16 @@ _CONTEXT = (
     re.compile(r"['\"]n_ctx['\"]\s*:\s*(\d+)"),  # llama.cpp's server (error body)
 )
 _CONTEXT_WORDS = ("context length", "context window", "context size", "exceed_context")
+
+
+_PROMPT_TOKENS = re.compile(r"(\d+) in the messages", re.IGNORECASE)
+
+
+def prompt_tokens_said(text: str) -> int | None:
+    """The prompt's tokens an endpoint's context error states (OpenAI's and llama-cpp-python's
+    "(N in the messages, M in the completion)"), else None."""
+    match = _PROMPT_TOKENS.search(text)
+    return int(match.group(1)) if match else None
 
 
 def context_limit(text: str) -> int | None:
@@ -230,6 +243,7 @@ class OpenAICompatibleLLM:
                         f"{self._where()} says the prompt does not fit its context window: "
                         f"{self._redact(exc.message)}",
                         context_limit(said),
+                        prompt_tokens_said(said),
                     ) from None
                 refused = exc.status_code in (400, 422) or "response_format" in said
                 if refused and i + 1 < len(kinds) and schema is not None:

@@ -40,6 +40,7 @@ from seenbefore.investigation.withhold import Flagged, describe, flagged_section
 __all__ = ["REJECTIONS", "SYSTEM_FIELDS", "LLMReporter", "draft_schema", "judge", "render"]
 
 DEFAULT_REPLY_TOKENS = 800  # a client that states no max_tokens
+CONTEXT_ATTEMPTS = 3  # calls a draft may make while learning the window and the token count
 SYSTEM_FIELDS = ("drafted_by", "advisory", "retrieval_trace", "withheld")
 MODEL_TEXT_FIELDS = (
     "summary",
@@ -176,6 +177,8 @@ class LLMReporter:
         # the model's window: the client's setting, then what the server says (fit_prompt)
         self.context_tokens: int | None = getattr(llm, "context_tokens", None)
         self.max_tokens = int(getattr(llm, "max_tokens", DEFAULT_REPLY_TOKENS))
+        # how far the server's token counts ran over fit_prompt's estimate (learned)
+        self.estimate_scale = 1.0
         self.fallback = fallback
         self.allowed_hosts = tuple(h.lower() for h in allowed_hosts)
         self.local_only_tiers = tuple(local_only_tiers)
@@ -216,7 +219,7 @@ class LLMReporter:
             )
 
         context, source = self.context_tokens, "setting"
-        for attempt in (1, 2):
+        for attempt in range(1, CONTEXT_ATTEMPTS + 1):
             try:
                 fitted = fit_prompt(
                     render_with,
@@ -224,16 +227,24 @@ class LLMReporter:
                     context=context,
                     max_tokens=self.max_tokens,
                     source=source,
+                    scale=self.estimate_scale,
                 )
                 usage.prompt = fitted.trace
                 parsed, repaired = self._ask(fitted, usage, evidence)
             except LLMContextExceeded as exc:
-                if attempt == 1 and exc.context and (context is None or exc.context < context):
-                    # the server said its window: fit the prompt to it and ask once more
-                    context, source = exc.context, "server"
-                    self.context_tokens = context
-                    continue
-                return self._offline(evidence, today, usage, "context", f"{exc}")
+                # the server said its window (fit the prompt to it), or that a fitted prompt
+                # was longer than estimated (estimate by its count): ask again
+                said = exc.context or context
+                if attempt == CONTEXT_ATTEMPTS or said is None:
+                    return self._offline(evidence, today, usage, "context", f"{exc}")
+                if said == context:
+                    estimated = usage.prompt.get("estimated") or 0
+                    counted = exc.prompt_tokens or 0
+                    grow = counted / estimated if counted > estimated > 0 else 1.25
+                    self.estimate_scale *= grow
+                context, source = said, "server"
+                self.context_tokens = context
+                continue
             except RepairTooLong as exc:
                 return self._offline(evidence, today, usage, "validation", f"{exc}")
             except PromptTooLong as exc:
@@ -257,7 +268,7 @@ class LLMReporter:
                 reason = f"the model call failed: {exc}"
                 return self._offline(evidence, today, usage, "call-failed", reason)
             return self._guard(parsed, evidence, usage, repaired, flagged)
-        raise AssertionError("unreachable: the second attempt returns")
+        raise AssertionError("unreachable: the last attempt returns")
 
     def _ask(self, fitted: Fitted, usage: _Usage, evidence: Evidence) -> tuple[Draft, bool]:
         """The model's draft for ``fitted`` and whether it took the one repair round; raises

@@ -1144,9 +1144,24 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
     ),
     (
         "headline: CLI wall time",
-        lambda: "| search p50 {:.2f} s (ONNX Runtime); `make demo` {:.1f} s |".format(
+        lambda: "| search p50 {:.2f} s (ONNX Runtime); `make demo` {:.1f} s;".format(
             _runtime(_load("cli_latency.json"), "onnx")["search_wall_p50_s"],
             _load("cli_latency.json")["demo_s"],
+        ),
+        README,
+    ),
+    # a draft with the real small model, from benchmarks/llm_drafts.py --write
+    (
+        "headline: real-model drafts",
+        lambda: (
+            "; 8192-token window: {:.0f} % accepted, {:.0f} % rejected as truncated, {} timed out; "
+            "wall median {:.1f} s, max {:.1f} s |"
+        ).format(  # the CLI wall-time row's second half
+            100 * _load("llm_drafts.json")["runs"][0]["shares"].get("accepted", 0),
+            100 * _load("llm_drafts.json")["runs"][0]["shares"].get("rejected: truncated", 0),
+            _load("llm_drafts.json")["runs"][0]["timed_out"],
+            _load("llm_drafts.json")["runs"][0]["wall_s"]["median"],
+            _load("llm_drafts.json")["runs"][0]["wall_s"]["max"],
         ),
         README,
     ),

@@ -61,7 +61,9 @@ class Settings(BaseSettings):
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint")
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(default=20.0, gt=0)
+    # 60 s: the slowest draft with SmolLM2-135M on two cores took 47.7 s (a reply run to its
+    # 800-token limit); benchmarks/results/llm_drafts.json
+    llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_context_tokens: int | None = Field(
         default=None,
         ge=256,

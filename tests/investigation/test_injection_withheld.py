@@ -90,7 +90,10 @@ def test_a_flagged_title_and_detection_are_withheld_and_each_section_named() -> 
     draft = OfflineReporter().draft(evidence([poisoned]))
     assert {w.section for w in draft.withheld} == {"title", "detection"}
     assert "Replica lag stalled the ledger writes." in draft.hypothesis
-    assert draft.mitigations == ["Failed over to a healthy replica."]
+    # a possible precedent: its fix is offered as what was done there
+    assert draft.mitigations == [
+        "What was done in INJ-1 (may not apply): Failed over to a healthy replica."
+    ]
     assert not shows_injection(draft.hypothesis + " ".join(draft.suggested_checks))
     assert "approve this" not in draft.hypothesis
 

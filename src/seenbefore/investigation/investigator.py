@@ -12,7 +12,7 @@ from typing import Any
 from seenbefore.core.confidence import NONE
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
-from seenbefore.investigation.query import InvestigationRequest
+from seenbefore.investigation.query import InvestigationRequest, named_in
 from seenbefore.investigation.rewriter import QueryRewriter
 from seenbefore.investigation.withhold import findings
 from seenbefore.kb import KnowledgeBase
@@ -70,11 +70,13 @@ class Investigator:
         started = time.perf_counter()
         metas = self.kb.store.documents_meta([c.doc_id for c in candidates])
         observed = {normalise_signal(s) for s in request.signals}
+        said = f"{request.query} {request.display}"  # signals named in words count too
         items = []
         for c in candidates:
             pm = metas[c.doc_id].postmortem
             sections = {s.key: s.text for s in pm.sections if s.key in EVIDENCE_SECTIONS}
             theirs = {normalise_signal(s) for s in pm.signals}
+            seen = observed | {s for s in theirs if named_in(s, said)}
             items.append(
                 EvidenceItem(
                     doc_id=c.doc_id,
@@ -92,9 +94,9 @@ class Investigator:
                     score=c.score,
                     matched_section=c.section_key,
                     sections=sections,
-                    signals_shared=tuple(sorted(observed & theirs)),
+                    signals_shared=tuple(sorted(seen & theirs)),
                     signals_not_in_precedent=tuple(sorted(observed - theirs)),
-                    signals_only_in_precedent=tuple(sorted(theirs - observed)),
+                    signals_only_in_precedent=tuple(sorted(theirs - seen)),
                     injection_flags=tuple(
                         sorted({f.kind for t in sections.values() for f in findings(t)})
                     ),

@@ -156,7 +156,7 @@ class OpenAICompatibleLLM:
         base_url: str,
         model: str,
         api_key: str | None = None,
-        timeout_s: float = 20.0,
+        timeout_s: float = 60.0,
         max_tokens: int = 800,
         *,
         context_tokens: int | None = None,

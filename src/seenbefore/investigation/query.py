@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,3 +138,12 @@ def _time(value: Any, index: int) -> dt.datetime | None:
         return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise InputError(f"alerts[{index}].startsAt is {value!r}, not an RFC 3339 time") from None
+
+
+def named_in(signal: str, text: str) -> bool:
+    """Whether ``text`` names ``signal`` in words: ``db_connections_in_use`` in "db connections
+    in use at 100%" (its parts in order, as whole words)."""
+    parts = [w for w in re.split(r"[^a-z0-9]+", signal.lower()) if w]
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    n = len(parts)
+    return n > 0 and any(words[i : i + n] == parts for i in range(len(words) - n + 1))

@@ -67,15 +67,38 @@ _MATCHED_BY = {
 }
 
 
+_MARKDOWN = (
+    (re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)"), r"\1 (\2)"),  # [text](url)
+    (re.compile(r"(\*\*|__)(.+?)\1"), r"\2"),  # bold
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"\1"),  # italic
+    (re.compile(r"`+([^`]*)`+"), r"\1"),  # code
+    (re.compile(r"^\s{0,3}#{1,6}\s+"), ""),  # a heading's hashes
+    (re.compile(r"^\s*>\s?"), ""),  # a quote's marker
+)
+
+
+def plain(text: str) -> str:
+    """``text`` without Markdown markup: a draft's fields are plain text (the web renders its
+    own); link targets stay, as data."""
+    for pattern, repl in _MARKDOWN:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def _sentences(text: str, limit: int) -> list[str]:
+    """Up to ``limit`` whole sentences of ``text``: list markers, table rows and Markdown
+    dropped, and no fragment that only introduces what follows (ends with a colon)."""
     items = [
-        re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", line).strip()
+        plain(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", line).strip())
         for line in text.splitlines()
         if line.strip() and not line.strip().startswith("|")
     ]
     out: list[str] = []
     for item in items:
-        out += [s.strip() for s in re.split(r"(?<=[.!?])\s+", item) if len(s.strip()) > 3]
+        for sentence in re.split(r"(?<=[.!?])\s+", item):
+            sentence = sentence.strip()
+            if len(sentence) > 3 and not sentence.endswith(":"):
+                out.append(sentence)
     return out[:limit]
 
 
@@ -122,34 +145,47 @@ class OfflineReporter:
                 " ".join(_sentences(section("root_cause"), 2))
                 or "(the precedent records no root cause section)"
             )
-        shared = ", ".join(top.signals_shared) or "none of the observed signals by name"
+        shared, unshared = list(top.signals_shared), list(top.signals_only_in_precedent)
+        if shared:
+            signals = f" Signals shared with it: {', '.join(shared)}."
+        elif unshared:
+            signals = f" It recorded {', '.join(unshared[:5])}; the alert names none of them."
+        else:
+            signals = ""
         how = _MATCHED_BY.get(top.matched_by, top.matched_by)
         if "signals" in top.retrievers and top.matched_by != "signals":
             how += " and by its recorded signals"
-        hypothesis = (
-            f"This resembles {top.doc_id} ({_title(top, flagged)}, {top.date or 'undated'}), "
-            f"matched {how}. {cause} Signals shared with it: {shared}."
-        )
+        verdict = evidence.verdict or POSSIBLE
+        where = f"{top.doc_id} ({_title(top, flagged)}, {top.date or 'undated'})"
+        if verdict == FOUND:
+            hypothesis = f"This resembles {where}, matched {how}. {cause}{signals}"
+        else:
+            hypothesis = (
+                f"{where} may be a precedent (matched {how}); check before trusting it. "
+                f"{cause}{signals}"
+            )
         if top.signals_not_in_precedent:
             hypothesis += (
                 f" Observed now but not recorded then: {', '.join(top.signals_not_in_precedent)}."
             )
-        mitigations = _sentences(section("resolution"), 4)
+        done = _sentences(section("resolution"), 4)
+        mitigations = (
+            done
+            if verdict == FOUND
+            else [f"What was done in {top.doc_id} (may not apply): {m}" for m in done]
+        )
         checks = [
-            f"Compare with {top.doc_id}'s symptoms: " + s
-            for s in _sentences(section("detection"), 2)
+            f"Compare with how {top.doc_id} showed itself: {x}"
+            for x in _sentences(section("detection"), 2)
         ]
-        checks += [
-            f"Check {s} (it moved in {top.doc_id})" for s in top.signals_only_in_precedent[:3]
-        ]
+        checks += [f"Check {x} (it moved in {top.doc_id})" for x in unshared[:3]]
+        # what would confirm it beyond the checks above: no item in both lists
         missing = [
-            f"whether {s} also deviates now (recorded in {top.doc_id})"
-            for s in top.signals_only_in_precedent[:5]
+            f"whether {x} also deviates now (recorded in {top.doc_id})" for x in unshared[3:6]
         ]
-        if not evidence.request.signals:
+        if not evidence.request.signals and not shared:
             missing.append("the metrics that deviated (the query carried no structured signals)")
         uncalibrated = _uncalibrated(evidence)
-        verdict = evidence.verdict or POSSIBLE
         lead = "Precedent found" if verdict == FOUND else "Possible precedent — check"
         return Draft(
             summary=f"{lead}: {top.doc_id} ({top.type or 'untyped'}); "

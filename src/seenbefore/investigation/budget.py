@@ -103,9 +103,8 @@ def fit_prompt(
     estimated = estimate_tokens(messages, scale)
     if estimated <= budget:
         return Fitted(messages, reply, trace | {"estimated": estimated})
-    kept = list(items)
     for cap in SECTION_CAPS:
-        capped, cut = _capped(kept, cap)
+        capped, cut = _capped(items, cap)
         messages = render(capped)
         estimated = estimate_tokens(messages, scale)
         trace |= {"section_cap_chars": cap, "sections_cut": cut}

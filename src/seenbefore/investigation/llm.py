@@ -261,31 +261,24 @@ class OpenAICompatibleLLM:
     def _completion(self, response: Any, kind: str) -> Completion:
         choice = response.choices[0] if response.choices else None
         usage = response.usage
-        tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
-        if choice is not None and choice.finish_reason == "length":
-            raise LLMTruncated(
-                f"{self._where()} stopped at its token limit ({tokens[1]} reply tokens, "
-                "finish_reason length): the answer is incomplete; raise llm_max_tokens or give "
-                "the model a larger context",
-                Completion(
-                    choice.message.content or "",
-                    tokens[0],
-                    tokens[1],
-                    response.model or self.model,
-                    kind,
-                    "length",
-                ),
-            )
-        if choice is None or not choice.message.content:
-            raise LLMError(f"{self._where()} returned no message content; check the model")
-        return Completion(
-            text=choice.message.content,
-            prompt_tokens=tokens[0],
-            completion_tokens=tokens[1],
+        completion = Completion(
+            text=(choice.message.content or "") if choice is not None else "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
             model=response.model or self.model,
             response_format=kind,
-            finish_reason=choice.finish_reason or "",
+            finish_reason=(choice.finish_reason or "") if choice is not None else "",
         )
+        if completion.finish_reason == "length":
+            raise LLMTruncated(
+                f"{self._where()} stopped at its token limit ({completion.completion_tokens} "
+                "reply tokens, finish_reason length): the answer is incomplete; raise "
+                "llm_max_tokens or give the model a larger context",
+                completion,
+            )
+        if not completion.text:
+            raise LLMError(f"{self._where()} returned no message content; check the model")
+        return completion
 
     def _raise(self, exc: Exception, openai: Any) -> NoReturn:
         """Each SDK error as an LLMError. ``from None``: the SDK's exception carries the

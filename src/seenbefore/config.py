@@ -11,10 +11,17 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from seenbefore.errors import ConfigError
 from seenbefore.types import DEFAULT_TIER
@@ -28,18 +35,34 @@ BUILTIN_EMBEDDERS = ("auto", "minilm", "lsa", "none")
 EMBEDDER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
-class Settings(BaseSettings):
-    """All knobs, with defaults that work out of the box."""
+ENV_PREFIX = "SEENBEFORE_"
+# settings whose environment value is JSON (a table in the TOML file)
+JSON_SETTINGS = frozenset({"embedder_options", "notify"})
 
-    model_config = SettingsConfigDict(env_prefix="SEENBEFORE_", extra="ignore")
+
+def _environment() -> dict[str, str]:
+    """``SEENBEFORE_*`` variables by setting name, the prefix matched in any case."""
+    size = len(ENV_PREFIX)
+    return {
+        key[size:].lower(): value
+        for key, value in os.environ.items()
+        if key[:size].upper() == ENV_PREFIX
+    }
+
+
+class Settings(BaseModel):
+    """All knobs, with defaults that work out of the box. Each reads ``SEENBEFORE_<NAME>`` from
+    the environment (any case) unless given; a table setting's value there is JSON; a list
+    setting's is ``a,b`` or a JSON list. (pydantic-settings did this until its import, a tenth
+    of a second, was most of what every ``seenbefore`` command spent on its settings.)"""
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
     home: Path = Field(default=Path(".seenbefore"), description="data directory")
     chunk_words: int = Field(default=160, ge=20, le=400, description="max words of chunk content")
     chunk_overlap_words: int = Field(default=30, ge=0, le=200)
     max_file_bytes: int = Field(default=1_000_000, ge=1_000)
-    tiers: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(DEFAULT_TIER,), description="caller's access tiers"
-    )
+    tiers: tuple[str, ...] = Field(default=(DEFAULT_TIER,), description="caller's access tiers")
     embedder: str = Field(
         default="auto",
         description="dense embedder: auto (MiniLM if loadable, else LSA, else sparse-only), "
@@ -82,10 +105,10 @@ class Settings(BaseSettings):
         description="let the LLM rewrite anomalies into postmortem-vocabulary queries (fused); "
         "off until `seenbefore eval` shows it helps on your cases",
     )
-    llm_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+    llm_allowed_hosts: tuple[str, ...] = Field(
         default=(), description="hosts that may receive evidence from local-only tiers"
     )
-    llm_local_only_tiers: Annotated[tuple[str, ...], NoDecode] = Field(
+    llm_local_only_tiers: tuple[str, ...] = Field(
         default=(), description="tiers whose evidence never goes to a non-allowed LLM host"
     )
     database_url: SecretStr | None = Field(
@@ -114,7 +137,7 @@ class Settings(BaseSettings):
         "(https://seenbefore.example.com); MCP results then link to "
         "<public_url>/v1/postmortems/<id>; unset: no links",
     )
-    service_tiers: Annotated[tuple[str, ...], NoDecode] = Field(
+    service_tiers: tuple[str, ...] = Field(
         default=(DEFAULT_TIER,),
         description="tiers of the service principal that runs alert-triggered investigations",
     )
@@ -163,6 +186,27 @@ class Settings(BaseSettings):
         default_factory=dict, description="[notify] table: routes, slack, pagerduty, retry"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_environment(cls, data: Any) -> Any:
+        """Given values win; the rest come from ``SEENBEFORE_*`` variables, then defaults."""
+        if not isinstance(data, dict):
+            return data
+        values = dict(data)
+        environment = _environment()
+        for name in cls.model_fields:
+            raw = environment.get(name)
+            if name in values or raw is None:
+                continue
+            if name in JSON_SETTINGS:
+                try:
+                    values[name] = json.loads(raw)
+                except json.JSONDecodeError:
+                    values[name] = raw  # validation then says it is not a table, and where
+            else:
+                values[name] = raw
+        return values
+
     @field_validator("embedder", mode="before")
     @classmethod
     def _embedder_name(cls, value: Any) -> Any:
@@ -197,7 +241,7 @@ class Settings(BaseSettings):
     )
     @classmethod
     def _split_tiers(cls, value: Any) -> Any:
-        # Env values arrive undecoded (NoDecode): "a,b" or a JSON list '["a", "b"]'.
+        # An environment value arrives as text: "a,b" or a JSON list '["a", "b"]'.
         if isinstance(value, str):
             if value.lstrip().startswith("["):
                 try:
@@ -237,12 +281,10 @@ def _toml_values(home_hint: Path) -> dict[str, Any]:
 
 def load_settings(**overrides: Any) -> Settings:
     """Build settings from the TOML file, then env vars, then explicit overrides."""
-    home_hint = Path(os.environ.get("SEENBEFORE_HOME", ".seenbefore"))
+    environment = _environment()
+    home_hint = Path(environment.get("home", ".seenbefore"))
     file_values = _toml_values(home_hint)
-    env_keys = {
-        k.removeprefix("SEENBEFORE_").lower() for k in os.environ if k.startswith("SEENBEFORE_")
-    }
-    init = {k: v for k, v in file_values.items() if k not in env_keys}
+    init = {k: v for k, v in file_values.items() if k not in environment}
     init.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return Settings(**init)

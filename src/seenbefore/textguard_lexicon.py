@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, cast
 
 _W = r"[^\W_]+"  # a word (letters and digits), never the gap characters
 _WIN = r"(?:(?!\n[^\S\n]{0,40}\n)[\s\S]){0,200}?"  # the rest of the paragraph, up to 200 chars
@@ -433,10 +433,29 @@ def spaced_instruction(run: str) -> bool:
     return any(v in letters for v in SPACED_VERBS) and any(t in letters for t in SPACED_TARGETS)
 
 
+class _Lazy:
+    """A pattern compiled on its first use: the guard holds a few hundred long patterns, and
+    compiling them all at import cost a fifth of a second on every command, searches included,
+    that never scans a text."""
+
+    __slots__ = ("_compiled", "_source")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._source, re.IGNORECASE | re.MULTILINE)
+        return getattr(compiled, name)
+
+
 def rx(pattern: str) -> re.Pattern[str]:
-    """Compile; each literal space means a word gap: whitespace (line breaks too) or Markdown quote
-    and emphasis marks. Inside a character class, patterns write a space as ``\\x20``."""
-    return re.compile(pattern.replace(" ", r"[\s>*_]+"), re.IGNORECASE | re.MULTILINE)
+    """Compile (on first use); each literal space means a word gap: whitespace (line breaks too)
+    or Markdown quote and emphasis marks. Inside a character class, patterns write a space as
+    ``\\x20``."""
+    return cast("re.Pattern[str]", _Lazy(pattern.replace(" ", r"[\s>*_]+")))
 
 
 _NOTICE_RX: Final = rx(NOTICE)

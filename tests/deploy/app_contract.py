@@ -1,6 +1,6 @@
 """What the app reads and serves, derived from the code, for the deploy tests to check against.
 
-Environment names come from ``Settings.model_fields`` (pydantic-settings, prefix ``SEENBEFORE_``)
+Environment names come from ``Settings.model_fields`` (read as ``SEENBEFORE_<NAME>``)
 plus the two variables read outside it; a probe path counts as served when the app
 (``seenbefore.service.app.create_app``, called in process) answers it with anything but 404/405,
 or, until the service exists, when it is one of the paths documented for it.

@@ -202,7 +202,7 @@ def test_renderer_sets_images_like_kustomize_edit_set_image(tmp_path: Path) -> N
 def test_tier_lists_from_env_accept_commas_and_json(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
-    # The ConfigMap sets SEENBEFORE_SERVICE_TIERS as plain text; pydantic-settings used to
-    # JSON-decode it first and fail on anything but a JSON list.
+    # The ConfigMap sets SEENBEFORE_SERVICE_TIERS as plain text; settings once JSON-decoded it
+    # first and failed on anything but a JSON list.
     monkeypatch.setenv("SEENBEFORE_SERVICE_TIERS", value)
     assert Settings().service_tiers == ("general", "ops")

@@ -84,3 +84,113 @@ def test_runtime_setting_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_auto_prefers_onnx(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(embedders.RUNTIME_ENV, "auto")
     assert isinstance(embedders._load_minilm(), OnnxMiniLMEmbedder)
+
+
+def _outputs(session: object, onnx_model: OnnxMiniLMEmbedder) -> np.ndarray:
+    enc = onnx_model._tokenizer.encode(TEXTS[0])
+    ids = np.asarray([enc.ids], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    (hidden,) = session.run(["last_hidden_state"], feeds)  # type: ignore[attr-defined]
+    return np.asarray(hidden)
+
+
+def test_optimised_graph_is_kept_reused_and_rebuilt(
+    onnx_model: OnnxMiniLMEmbedder, tmp_path: Path
+) -> None:
+    import shutil
+
+    import onnxruntime
+
+    from seenbefore.retrieval.onnx_minilm import optimised_path, optimised_session
+
+    model = tmp_path / "minilm.onnx"
+    shutil.copyfile(onnx_model.model_file, model)
+    kept = optimised_path(model, onnxruntime.__version__)
+    assert not kept.exists()
+    plain = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    reference = _outputs(plain, onnx_model)
+
+    first = optimised_session(onnxruntime, model)
+    assert kept.exists() and kept.stat().st_size > 0
+    assert np.allclose(_outputs(first, onnx_model), reference, atol=1e-4)
+    stamp = kept.stat().st_mtime_ns
+    second = optimised_session(onnxruntime, model)  # reused, not written again
+    assert kept.stat().st_mtime_ns == stamp
+    assert np.allclose(_outputs(second, onnx_model), reference, atol=1e-4)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".optimise-")] == []
+
+    kept.write_bytes(b"torn write")  # a bad file is removed and rebuilt, not fatal
+    third = optimised_session(onnxruntime, model)
+    assert np.allclose(_outputs(third, onnx_model), reference, atol=1e-4)
+    assert kept.stat().st_size > 1000
+
+
+def test_unwritable_cache_falls_back_to_the_export(
+    onnx_model: OnnxMiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import tempfile
+
+    import onnxruntime
+
+    from seenbefore.retrieval.onnx_minilm import optimised_path, optimised_session
+
+    model = tmp_path / "minilm.onnx"
+    shutil.copyfile(onnx_model.model_file, model)
+
+    def refuse(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)  # a read-only folder (root ignores chmod)
+    session = optimised_session(onnxruntime, model)
+    assert not optimised_path(model, onnxruntime.__version__).exists()
+    assert _outputs(session, onnx_model).shape[-1] == 384
+
+
+@pytest.mark.slow
+def test_a_new_export_drops_graphs_optimised_from_the_old_one(
+    onnx_model: OnnxMiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    torch = pytest.importorskip("torch")
+    from seenbefore.retrieval.onnx_minilm import export_onnx
+
+    def copy_instead(model: object, args: object, path: str, **kwargs: object) -> None:
+        shutil.copyfile(onnx_model.model_file, path)  # the real tracer takes a minute
+
+    monkeypatch.setattr(torch.onnx, "export", copy_instead)
+    target = tmp_path / "minilm.onnx"
+    stale = tmp_path / "minilm.ort-0.0.1.optimised.onnx"
+    other = tmp_path / "other.ort-0.0.1.optimised.onnx"
+    stale.write_bytes(b"optimised from the old export")
+    other.write_bytes(b"another model's")
+    assert export_onnx(target) == target
+    assert target.stat().st_size == onnx_model.model_file.stat().st_size
+    assert not stale.exists() and other.exists()
+
+
+def test_a_preloaded_session_is_taken_once_and_only_for_its_file(
+    onnx_model: OnnxMiniLMEmbedder, tmp_path: Path
+) -> None:
+    import shutil
+
+    from seenbefore.retrieval import onnx_minilm
+
+    onnx_minilm.preload()
+    held = onnx_minilm._preload
+    assert held is not None
+    embedder = OnnxMiniLMEmbedder(model_file=onnx_model.model_file)
+    assert embedder._session is held.session is not None  # the background one, not a second
+    assert onnx_minilm._preload is None
+    assert np.allclose(embedder.embed(TEXTS[:1]), onnx_model.embed(TEXTS[:1]), atol=1e-5)
+
+    onnx_minilm.preload()  # another file (a copy of the export): it builds its own session
+    again = onnx_minilm._preload
+    assert again is not None
+    copy = tmp_path / "copy.onnx"
+    shutil.copyfile(onnx_model.model_file, copy)
+    other = OnnxMiniLMEmbedder(model_file=copy)
+    assert again.session is not None and other._session is not again.session
+    assert onnx_minilm._preload is None
+    assert np.allclose(other.embed(TEXTS[:1]), onnx_model.embed(TEXTS[:1]), atol=1e-5)

@@ -25,21 +25,23 @@ def export(
     force: Annotated[bool, typer.Option("--force", help="export again even if cached")] = False,
 ) -> None:
     """Export the shipped all-MiniLM-L6-v2 weights to ONNX (offline; needs the `neural` extra)."""
-    from seenbefore.retrieval.onnx_minilm import export_onnx, onnx_path
+    from seenbefore.retrieval.onnx_minilm import export_onnx, onnx_path, prepare_session
 
     path = target or onnx_path()
     if path.exists() and not force:
         console.print(
             f"already exported: {path} ({path.stat().st_size / 1e6:.1f} MB)", soft_wrap=True
         )
-        return
-    started = time.perf_counter()
-    export_onnx(path)
-    console.print(
-        f"exported all-MiniLM-L6-v2 to {path} ({path.stat().st_size / 1e6:.1f} MB) "
-        f"in {time.perf_counter() - started:.1f} s",
-        soft_wrap=True,
-    )
+    else:
+        started = time.perf_counter()
+        export_onnx(path)
+        console.print(
+            f"exported all-MiniLM-L6-v2 to {path} ({path.stat().st_size / 1e6:.1f} MB) "
+            f"in {time.perf_counter() - started:.1f} s",
+            soft_wrap=True,
+        )
+    kept = prepare_session(path)
+    console.print(f"optimised graph (what searches load): {kept}", soft_wrap=True)
 
 
 @embedder_app.command("info")

@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -273,4 +272,6 @@ def show(
                 f"[bold]{key}[/]", ", ".join(value) if isinstance(value, list) else str(value)
             )
     console.print(Panel(table, title=pm.id))
+    from rich.markdown import Markdown  # markdown-it: only `show` renders Markdown
+
     console.print(Markdown(pm.body))

@@ -39,9 +39,10 @@ system-deps:
 test: system-deps lint typecheck
 	SEENBEFORE_REQUIRE_REAL_LLM=1 $(BIN)/pytest -q
 
-# Fast offline tests only, for quick local loops.
+# Fast offline tests only, for quick local loops: property and fuzz tests at a tenth of their
+# generated examples (tests/depth.py; `make test` runs them at full depth).
 check: $(STAMP)
-	$(BIN)/pytest -q -m "not slow and not integration"
+	SEENBEFORE_TEST_DEPTH=0.1 $(BIN)/pytest -q -m "not slow and not integration"
 
 demo: $(STAMP)
 	SEENBEFORE_HOME=.seenbefore-demo bash scripts/demo.sh

@@ -30,6 +30,7 @@ def run(*args: str) -> dict:  # type: ignore[type-arg]
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow  # a whole CLI round trip: over 4 s
 def test_ingest_search_show_delete_on_sample_kb() -> None:
     summary = run("ingest", str(EXAMPLES))
     assert summary["version"] == 1
@@ -77,6 +78,7 @@ def test_quarantine_list_retry_drop(tmp_path: Path) -> None:
     assert runner.invoke(app, ["quarantine", "drop", "999"]).exit_code == 3
 
 
+@pytest.mark.slow  # a whole CLI round trip: over 4 s
 def test_backup_and_restore(tmp_path: Path) -> None:
     run("ingest", str(EXAMPLES))
     backup = tmp_path / "b.sqlite"
@@ -110,6 +112,7 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path, home: Path) -> None:
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # a whole CLI round trip: over 4 s
 def test_backup_and_restore_carry_the_review_checkpoints(tmp_path: Path, home: Path) -> None:
     import sqlite3
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from seenbefore.config import Settings
+from seenbefore.config import ENV_PREFIX, Settings
 
 REPO = Path(__file__).resolve().parents[2]
-PREFIX = str(Settings.model_config.get("env_prefix", ""))
+PREFIX = ENV_PREFIX
 
 # Read outside Settings: the TOML file's path (config.py) and the admin token registered at start.
 # read outside Settings: the config file's path, the admin token (cli/serve.py), the MiniLM ONNX
@@ -33,9 +33,6 @@ DOCUMENTED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 def env_name(field_name: str) -> str:
-    alias = Settings.model_fields[field_name].validation_alias
-    if isinstance(alias, str):
-        return alias.upper()
     return f"{PREFIX}{field_name}".upper()
 
 

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from seenbefore.detection.live_watch import Watcher, load_state, save_state
 from seenbefore.detection.packed import pack
 from seenbefore.errors import InputError
+from tests.depth import examples
 from tests.detection.test_live_watch import BASE_MS, FakePrometheus, _at, _settings
 
 # six polls, 200 s to 950 s: 951 points, past the ensemble's warm-up of 750 (WARMUP), so
@@ -231,7 +232,7 @@ json_value = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, database=None, derandomize=True)
 @given(st.sampled_from(PATHS), json_value)
 def test_any_one_field_replaced_loads_and_runs_or_is_refused(
     path: tuple[Any, ...], value: Any

@@ -9,6 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from tests.depth import examples
+
 # What every fuzz test here runs under: no deadline (a slow machine is not a failure), no example
 # database (nothing written into the tree), fixtures shared across examples on purpose.
 FUZZ_BASE = settings(
@@ -17,7 +19,7 @@ FUZZ_BASE = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 # The CLI fuzz: 1,000 generated inputs per entry point, the same ones every run.
-FUZZ = settings(FUZZ_BASE, max_examples=1000, derandomize=True)
+FUZZ = settings(FUZZ_BASE, max_examples=examples(1000), derandomize=True)
 
 # characters that mean something to YAML, Markdown, CSV or JSON, plus some that break decoders
 SYNTAX = [*"-:#&*!|>'\"%@`{}[],?\t\n\r\\ .=+<", "---", "...", "<<", "\x00", "\ufeff"]

@@ -24,6 +24,7 @@ from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.storage.sqlite.store import SQLiteStore
 from tests.conftest import postmortem_text
+from tests.depth import examples
 from tests.fuzz.strategies import FUZZ, atoms, documents, json_values, mostly, yamlish
 
 GOOD_ID = "INC-GOOD-001"
@@ -116,7 +117,7 @@ jsonl_files = st.lists(
 ).map(lambda lines: "\n".join(lines).encode("utf-8", "surrogatepass"))
 
 
-@settings(FUZZ, max_examples=500)
+@settings(FUZZ, max_examples=examples(500))
 @given(data=st.one_of(jsonl_files, st.binary(max_size=300)))
 def test_jsonl_ingest_never_raises_and_keeps_the_good_document(kb: KB, data: bytes) -> None:
     path = kb.folder / f"j{next(kb.names)}.jsonl"
@@ -136,7 +137,7 @@ def test_jsonl_ingest_never_raises_and_keeps_the_good_document(kb: KB, data: byt
 runner = CliRunner()
 
 
-@settings(FUZZ, max_examples=50)
+@settings(FUZZ, max_examples=examples(50))
 @given(data=files)
 def test_ingest_cli_exits_cleanly(
     kb: KB, data: bytes, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

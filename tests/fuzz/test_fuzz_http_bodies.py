@@ -14,13 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import postmortem_text
+from tests.depth import examples
 from tests.fuzz.http_door import Door, bodies, door, no_logged_tracebacks, values
 from tests.fuzz.strategies import FUZZ_BASE
 
 __all__ = ["door"]  # the module fixture
 
 PER_EXAMPLE = 20
-EXAMPLES = 50  # 50 x 20 = 1,000 bodies, spread over the routes below
+EXAMPLES = examples(50)  # 50 x 20 = 1,000 bodies, spread over the routes below
 
 markdown = st.one_of(
     st.text(max_size=300),
@@ -113,6 +114,6 @@ def test_no_body_breaks_an_entry_point(door: Door, caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.WARNING):
         check()
     no_logged_tracebacks(caplog.records)
-    assert sum(sent.values()) >= 1_000
+    assert sum(sent.values()) >= examples(1_000)
     assert len(sent) == sum(len(routes) for _, routes, _ in ENTRY_POINTS.values())
     assert door.known_good() == before

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from seenbefore.errors import InputError
 from seenbefore.mcp import browse
 from seenbefore.mcp.catalog import ListPostmortems
+from tests.depth import examples
 
 MARK = browse._fingerprint(ListPostmortems())
 offsets = st.one_of(
@@ -38,7 +39,7 @@ def offset_of(cursor: str) -> int | None:
         return None
 
 
-@settings(max_examples=400, deadline=None, database=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, database=None, derandomize=True)
 @given(offsets)
 def test_any_offset_in_a_well_formed_cursor_is_taken_or_refused(offset: object) -> None:
     raw = offset if isinstance(offset, str) and offset[:1] in "1-IN[{" else json.dumps(offset)
@@ -49,7 +50,7 @@ def test_any_offset_in_a_well_formed_cursor_is_taken_or_refused(offset: object) 
         assert raw.strip().isdigit() and 0 <= got <= browse.MAX_OFFSET
 
 
-@settings(max_examples=400, deadline=None, database=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, database=None, derandomize=True)
 @given(st.text(max_size=400))
 def test_any_text_is_a_cursor_or_a_clean_refusal(text: str) -> None:
     got = offset_of(text)

@@ -24,11 +24,12 @@ from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.storage.sqlite.store import SQLiteStore
 from seenbefore.types import Chunk, Postmortem, SearchFilters
+from tests.depth import examples
 
 TIERS = ("general", "restricted", "security")
 WORDS = ("pool", "latency", "dns", "vault", "disk", "queue", "cert", "leak")
 DATES = (None, "2023-01-05", "2024-06-01", "2024-06-01", "2025-02-11")
-MIN_OPERATIONS = 10_000
+MIN_OPERATIONS = examples(10_000)
 
 
 @st.composite
@@ -92,7 +93,7 @@ def test_a_callers_view_equals_the_view_of_the_visible_documents(tmp_path: Path)
     operations = [0]
 
     @settings(
-        max_examples=240,
+        max_examples=examples(240),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )

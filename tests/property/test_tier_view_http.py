@@ -25,6 +25,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.security.tokens import TokenStore
 from seenbefore.service.app import create_app
 from seenbefore.service.routers.postmortems import cannot_supersede, id_taken
+from tests.depth import examples
 from tests.service.conftest import service_settings
 
 TIERS = ("general", "restricted", "security")
@@ -107,7 +108,7 @@ def _superseder(p: str, visible: list[dict[str, Any]], i: int) -> str | None:
 
 def test_every_door_answers_from_the_visible_documents_only(door: Door) -> None:
     @settings(
-        max_examples=50,
+        max_examples=examples(50),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
@@ -235,4 +236,4 @@ def test_every_door_answers_from_the_visible_documents_only(door: Door) -> None:
             )
 
     check()
-    assert door.operations[0] >= 600, door.operations[0]
+    assert door.operations[0] >= examples(600), door.operations[0]

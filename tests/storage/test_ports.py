@@ -248,6 +248,7 @@ def test_callers_hold_the_port_of_their_role(
     assert port is not ports.Store
 
 
+@pytest.mark.slow  # parses every module: over 4 s
 def test_no_port_declares_a_member_no_caller_outside_the_adapters_uses() -> None:
     """A member belongs on a port only if something above the adapters calls it on a store: the
     source outside the adapters and the ports must hold ``<a store>.name`` somewhere, a store

@@ -113,6 +113,62 @@ def test_what_the_front_does_not_answer_the_sdk_server_does(script: list[dict[st
     assert front == sdk  # the replayed initialize is answered once, by the front
 
 
+def test_prepare_runs_beside_the_front_and_build_waits_for_it() -> None:
+    import threading
+    import time
+
+    events: list[str] = []
+
+    def prepare() -> None:
+        events.append(f"prepare on {threading.current_thread().name}")
+        time.sleep(0.2)  # slower than the handshake: build must still wait for it
+        events.append("prepared")
+
+    def build() -> Any:
+        events.append("build")
+        return build_server(unloaded), lambda: None
+
+    script = [initialize("2025-06-18"), stdio.INITIALIZED, request(2, "resources/list")]
+    stdio.converse(
+        lambda wire: stdio.serve(build, wire=wire, note=lambda _: None, prepare=prepare), script
+    )
+    assert events == ["prepare on mcp-prepare", "prepared", "build"]
+
+
+def test_a_failing_prepare_is_left_to_build() -> None:
+    def prepare() -> None:
+        raise ImportError("no such module")
+
+    def build() -> Any:
+        return build_server(unloaded), lambda: None
+
+    script = [initialize("2025-06-18"), stdio.INITIALIZED, request(2, "tools/list")]
+    answers = stdio.converse(
+        lambda wire: stdio.serve(build, wire=wire, note=lambda _: None, prepare=prepare), script
+    )
+    assert [a["id"] for a in answers] == [1, 2]
+
+
+def test_the_prepared_modules_are_what_the_server_imports(tmp_path: Path) -> None:
+    # after import_server_modules, building the stdio server imports nothing heavy of its own
+    code = (
+        "import sys\n"
+        "from seenbefore.cli import mcp_stdio\n"
+        "mcp_stdio.import_server_modules()\n"
+        "before = set(sys.modules)\n"
+        "server, close = mcp_stdio.build_stdio_server([])\n"
+        "close()\n"
+        "new = sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
+        "('mcp', 'mcp_types', 'fastapi', 'starlette', 'seenbefore', 'langgraph'))\n"
+        "print('NEW', new)\n"
+    )
+    env = {**os.environ, "SEENBEFORE_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert "NEW []" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
 @pytest.fixture
 def service_home(tmp_path: Path) -> tuple[Any, dict[str, str]]:
     settings = service_settings(tmp_path / "home")

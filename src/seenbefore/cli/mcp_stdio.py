@@ -4,6 +4,7 @@ when the first request past the handshake needs them (mcp/stdio.py)."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -27,7 +28,24 @@ def run_mcp(tiers: list[str]) -> None:
         raise error
     from seenbefore.mcp import stdio
 
-    stdio.serve(lambda: build_stdio_server(tiers))
+    stdio.serve(lambda: build_stdio_server(tiers), prepare=import_server_modules)
+
+
+# what build_stdio_server imports: the MCP SDK alone takes about half a second
+SERVER_MODULES = (
+    "seenbefore.cli.common",
+    "seenbefore.mcp.server",
+    "seenbefore.security.tokens",
+    "seenbefore.service.app",
+)
+
+
+def import_server_modules() -> None:
+    """Import the SDK server and the service's modules while the handshake is answered, so a
+    client's first tool call (usually seconds after ``tools/list``: the model decides first)
+    waits only for the knowledge base to open. Imports only: nothing is opened or written."""
+    for name in SERVER_MODULES:
+        importlib.import_module(name)
 
 
 def build_stdio_server(tiers: list[str]) -> tuple[Server[Any], Callable[[], None]]:
@@ -58,6 +76,6 @@ def build_stdio_server(tiers: list[str]) -> tuple[Server[Any], Callable[[], None
             "seenbefore MCP: loading the knowledge base (store, embedder, index) for the first "
             "tool call"
         )
-        open_state(state)
+        open_state(state, warm_reviews=False)  # the engine loads if a tool needs it
 
     return build_server(lazy_caller(state, load, identity)), lambda: close_state(state)

@@ -24,6 +24,7 @@ arranges, so a stray print from a library never reaches the wire.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -257,17 +258,30 @@ def hand_over(server: Server[Any], wire: Wire, handoff: Handoff) -> None:
     anyio.run(run)
 
 
-def serve(build: Build, *, wire: Wire | None = None, note: Note | None = None) -> None:
+def serve(
+    build: Build,
+    *,
+    wire: Wire | None = None,
+    note: Note | None = None,
+    prepare: Callable[[], None] | None = None,
+) -> None:
     """Serve MCP on stdio (or ``wire``): the front first, then, if the client asks for more than
     the handshake and the tool list, the server ``build`` makes (its second value closes what
-    it opened)."""
+    it opened). ``prepare`` runs on a background thread while the front answers (importing
+    what ``build`` will need: it must open and write nothing); ``build`` waits for it, so the
+    two never import at the same time."""
     say = note or (lambda text: print(text, file=sys.stderr, flush=True))
-    wire = wire or Wire.claim_stdio()
+    wire = wire or Wire.claim_stdio()  # first: what prepare's imports print goes to stderr
+    early = threading.Thread(target=_quietly, args=(prepare,), name="mcp-prepare", daemon=True)
+    if prepare is not None:
+        early.start()
     try:
         handoff = front(wire, load_handshake())
         if handoff is None:
             return
         say("seenbefore MCP: starting the server for the first request (once, a few seconds)")
+        if prepare is not None:
+            early.join()
         server, close = build()
         try:
             hand_over(server, wire, handoff)
@@ -275,6 +289,13 @@ def serve(build: Build, *, wire: Wire | None = None, note: Note | None = None) -
             close()
     finally:
         wire.close()
+
+
+def _quietly(prepare: Callable[[], None] | None) -> None:
+    """Run ``prepare``; a failure is left for ``build`` to meet and report."""
+    if prepare is not None:
+        with contextlib.suppress(Exception):  # build imports the same modules and says why
+            prepare()
 
 
 Run = Callable[[Wire], None]

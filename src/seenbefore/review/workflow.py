@@ -16,10 +16,10 @@ import contextlib
 import json
 import logging
 import secrets
+import threading
 from collections.abc import Sequence
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from seenbefore.calibration.people import maybe_refit
 from seenbefore.config import Settings
@@ -27,13 +27,17 @@ from seenbefore.errors import ConflictError, InputError, NotFoundError, StoreErr
 from seenbefore.investigation.query import InvestigationRequest
 from seenbefore.kb import KnowledgeBase
 from seenbefore.review import account
-from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
 from seenbefore.review.labels import record_label, top_label
 from seenbefore.review.models import DismissReason, DraftEdits, Review, request_to_dict
 from seenbefore.review.postmortem import postmortem_id, render, validate
 from seenbefore.review.records import ReviewRecords, add_event, now, visible_sql
 from seenbefore.review.tiers import most_restrictive
 from seenbefore.security.tokens import Principal
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+    from seenbefore.review.graph import ReporterFactory, ReviewGraph, ReviewState
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +62,60 @@ class ReviewWorkflow:
         self.kb = kb
         self.settings = settings
         self.records = ReviewRecords(kb.store)
-        self.engine = ReviewGraph(kb, settings, self.records, reporter_factory)
-        self.graph = self.engine.graph
-        self.saver = self.engine.saver
-        self.checkpoint_path = self.engine.checkpoint_path  # SQLite checkpoints only
-        self.approved_dir = self.engine.approved_dir
+        self._reporter_factory = reporter_factory
+        self._engine: ReviewGraph | None = None
+        self._engine_lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def engine(self) -> ReviewGraph:
+        """The LangGraph engine and its checkpoints, built on first use (once, under a lock).
+        Importing LangGraph takes about 0.4 s, and a service whose store holds no unfinished
+        review needs none of it to be ready; ``seenbefore serve`` builds it in the background
+        once ready (``service/app.py``), so the first review rarely waits for it."""
+        engine = self._engine
+        if engine is None:
+            with self._engine_lock:
+                if self._closed:
+                    raise StoreError("the review workflow is closed (the service is stopping)")
+                if self._engine is None:
+                    from seenbefore.review.graph import ReviewGraph
+
+                    self._engine = ReviewGraph(
+                        self.kb, self.settings, self.records, self._reporter_factory
+                    )
+                engine = self._engine
+        return engine
+
+    @property
+    def graph(self) -> Any:
+        return self.engine.graph
+
+    @property
+    def saver(self) -> Any:
+        return self.engine.saver
+
+    @property
+    def checkpoint_path(self) -> Path:  # SQLite checkpoints only
+        return self.engine.checkpoint_path
+
+    @property
+    def approved_dir(self) -> Path:
+        return self.engine.approved_dir
+
+    def warm(self) -> None:
+        """Build the engine now (a background thread of the service calls this once it is
+        ready); a failure is logged, and the first review that needs the engine reports it."""
+        try:
+            self.engine  # noqa: B018 (built for its side effect)
+        except Exception as exc:
+            log.warning("review engine not ready: %s: %s", type(exc).__name__, exc)
 
     def close(self) -> None:
-        self.engine.close()
+        with self._engine_lock:
+            engine, self._engine, self._closed = self._engine, None, True
+        if engine is not None:
+            engine.close()
 
     def __enter__(self) -> ReviewWorkflow:
         return self
@@ -75,6 +125,8 @@ class ReviewWorkflow:
 
     @staticmethod
     def _config(review_id: str) -> RunnableConfig:
+        from seenbefore.review.graph import ReviewGraph
+
         return ReviewGraph.config(review_id)
 
     def _resume(self, review_id: str, payload: dict[str, Any]) -> None:

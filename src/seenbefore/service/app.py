@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -90,11 +91,17 @@ class RequestIdMiddleware:
 
 
 def open_state(
-    state: ServiceState, kb: KnowledgeBase | None = None, on_open: OnOpen | None = None
+    state: ServiceState,
+    kb: KnowledgeBase | None = None,
+    on_open: OnOpen | None = None,
+    *,
+    warm_reviews: bool = True,
 ) -> None:
     """Load everything a request needs (blocking: the embedder and the index). Nothing is
     published to ``state`` unless all of it loaded; a knowledge base opened here is closed
-    again when a later step fails."""
+    again when a later step fails. The review engine (LangGraph) loads when a review first
+    needs it, or, with ``warm_reviews``, on a background thread once the state is published
+    (ready does not wait for it: a store with no unfinished review needs none of it)."""
     from seenbefore.review.workflow import ReviewWorkflow
 
     settings = state.settings
@@ -127,6 +134,8 @@ def open_state(
     state.workflow = workflow
     state.kb = base
     state.not_ready = ""
+    if warm_reviews:
+        threading.Thread(target=workflow.warm, name="review-engine", daemon=True).start()
 
 
 async def keep_opening(

@@ -608,7 +608,7 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
         lambda: (
             "(2,000 points each after a learning period of 750, one core, as a live watcher over "
             "many series is): {:,.0f} points/s, and {:,.0f} KB of Python heap per series "
-            "({:,.0f} KB of state file)".format(
+            "({:,.1f} KB of state file)".format(
                 _detector("ensemble streaming: 1000 series round-robin"),
                 _detector("ensemble streaming: 1000 series round-robin", "bytes_per_series") / 1000,
                 _detector(
@@ -621,7 +621,7 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
     ),
     (
         "ensemble state at steady state",
-        lambda: "the state file holds {:,.0f} KB per series".format(
+        lambda: "the state file holds {:,.1f} KB per series".format(
             _load("detector.json")["results"][STEADY]["state_file_bytes_per_series_by_points"][
                 "12000"
             ]

@@ -98,7 +98,7 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "labels as numbers": (lambda s: _series(s)["labels"].update(pod=1), "labels['pod'] is 1"),
     "detector as null": (lambda s: _series(s).update(detector=None), ".detector is None"),
     "t negative": (lambda s: _series(s)["detector"].update(t=-1), ".detector.t is -1"),
-    "t out of step": (lambda s: _series(s)["detector"].update(t=7), "values.count"),
+    "t out of step": (lambda s: _series(s)["detector"].update(t=7), "flat.count"),
     "params edited": (
         lambda s: _series(s)["detector"]["params"].update(history=10**12),
         "detector.params",

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,11 @@ from seenbefore.detection.packed import pack, unpack
 from seenbefore.errors import InputError
 
 ONLINE_MEMBERS = ("spatial", "sequence", "delta", "artime")
-STATE_VERSION = 2  # of to_state(): a change to what it holds bumps it (2: packed arrays, ARTime)
+# of to_state(): a change to what it holds bumps it (2: packed arrays, ARTime; 3: the flat
+# test's segment summaries instead of the last ``history + 1`` values, and the contexts seen as
+# sorted codes; from_state still reads version 2)
+STATE_VERSION = 3
+VALUES_VERSION = 2
 _LOG_EPS = math.log(LOG_EPSILON)
 
 
@@ -68,6 +73,129 @@ class _Tail:
         if lo < first:
             raise AssertionError(f"row {lo} is no longer kept (from {first})")
         return [self.items[i - first] for i in range(lo, hi)]
+
+
+class _FlatWindow:
+    """What the likelihoods' flat test reads of the raw values -- the variance of the values in
+    a window ``[lo, t)`` -- without keeping the values (8,641 of them were nine tenths of a
+    watched series' saved state).
+
+    The windows it is asked about start and end only at known rows (the re-estimation rows,
+    those rows less ``history``, and the learning period's edges: ``is_edge``), so the values
+    are kept as running summaries of the segments between consecutive edges: a count, and for
+    a segment quiet enough to matter its mean and sum of squared deviations (Welford), merged
+    per window by Chan's formula. A *loud* segment -- its own squared deviations already over
+    ``loud`` -- makes every window that holds it not flat (a window's variance is at least
+    that sum over the window's length, at most ``history``), so only its count is kept."""
+
+    def __init__(self, is_edge: Callable[[int], bool], keep: int, loud: float) -> None:
+        self.is_edge, self.keep, self.loud = is_edge, keep, loud
+        self.count = 0  # values appended so far
+        # closed segments: [start, count, mean, m2], m2 < 0 for a loud one (mean, m2 dropped)
+        self.segments: deque[list[float]] = deque()
+        self.open = [0.0, 0.0, 0.0, 0.0]  # the segment being filled: start, count, mean, m2
+
+    def append(self, v: float) -> None:
+        i = self.count
+        if self.open[1] and self.is_edge(i):
+            self._close()
+            self.open = [float(i), 0.0, 0.0, 0.0]
+        seg = self.open
+        seg[1] += 1
+        delta = v - seg[2]
+        seg[2] += delta / seg[1]
+        seg[3] += delta * (v - seg[2])
+        self.count += 1
+
+    def _close(self) -> None:
+        start, n, mean, m2 = self.open
+        self.segments.append([start, n, 0.0, -1.0] if m2 > self.loud else [start, n, mean, m2])
+        while self.segments and self.segments[0][0] + self.segments[0][1] <= self.count - self.keep:
+            self.segments.popleft()
+
+    def variance(self, lo: int, hi: int) -> float:
+        """The population variance of the values of rows ``[lo, hi)``; ``inf`` when a loud
+        segment lies in it. ``lo`` and ``hi`` must be edges (or ``hi`` the next row)."""
+        n = mean = m2 = 0.0
+        covered = 0
+        parts = [*self.segments, self.open]
+        for start, count, seg_mean, seg_m2 in parts:
+            if start < lo or start + count > hi:
+                continue
+            covered += int(count)
+            if seg_m2 < 0:
+                return math.inf
+            total = n + count
+            delta = seg_mean - mean
+            mean += delta * count / total
+            m2 += seg_m2 + delta * delta * n * count / total
+            n = total
+        if covered != hi - lo:
+            raise AssertionError(f"rows {lo}-{hi} are not whole kept segments ({covered} rows)")
+        return m2 / n if n else 0.0
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "segments": pack(v for seg in [*self.segments, self.open] for v in seg),
+        }
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        flat = unpack(state["segments"])
+        self.count = int(state["count"])
+        if not flat or len(flat) % 4:
+            raise InputError(
+                f"the flat test's saved segments hold {len(flat)} numbers, expected a multiple "
+                "of 4 (at least one segment): the state is damaged, start the series afresh"
+            )
+        rows = [flat[i : i + 4] for i in range(0, len(flat), 4)]
+        *closed, self.open = rows
+        self.segments = deque(closed)
+        end = self.open[0] + self.open[1]
+        if end != self.count or any(a[0] + a[1] != b[0] for a, b in pairwise(rows)):
+            raise InputError(
+                f"the flat test's saved segments do not run back to back to row {self.count}: "
+                "the state is damaged, start the series afresh"
+            )
+
+
+def _context_codes(seen: set[tuple[int, ...]], bins: int) -> list[int]:
+    """The contexts seen, each as one whole number (its symbols as the digits of base
+    ``3 * bins + 1``, each shifted to 1..3*bins so lengths differ), sorted and kept as the gaps
+    between them: about 3 characters of JSON a context instead of 12."""
+    radix = 3 * bins + 1
+    codes = []
+    for key in seen:
+        code = 0
+        for symbol in key:
+            code = code * radix + symbol + bins + 1
+        codes.append(code)
+    codes.sort()
+    return [b - a for a, b in pairwise([0, *codes])]
+
+
+def _contexts(gaps: Sequence[int], bins: int, order: int) -> set[tuple[int, ...]]:
+    radix = 3 * bins + 1
+    seen: set[tuple[int, ...]] = set()
+    code = 0
+    for gap in gaps:
+        if gap < 1:
+            raise InputError(
+                f"a saved context code gap is {gap}; codes are sorted and distinct: the state "
+                "is damaged, start the series afresh"
+            )
+        code += int(gap)
+        digits, rest = [], code
+        while rest:
+            rest, digit = divmod(rest, radix)
+            digits.append(digit - bins - 1)
+        if not 2 <= len(digits) <= order + 1 or min(digits) < -bins:
+            raise InputError(
+                f"a saved context code {code} is not a context of 2 to {order + 1} symbols: "
+                "the state is damaged, start the series afresh"
+            )
+        seen.add(tuple(reversed(digits)))
+    return seen
 
 
 class _Novelty:
@@ -136,7 +264,7 @@ class _Likelihood:
             self.raw.append(r)
             self.avg.append(math.fsum(self.raw) / len(self.raw))
 
-    def score(self, t: int, values: _Tail) -> float:
+    def score(self, t: int, values: _FlatWindow) -> float:
         if t < self.start:
             self.prev_red = False
             return _log(0.5)
@@ -145,7 +273,7 @@ class _Likelihood:
             lo = max(0, t - 1) if lo >= t else lo
             a = np.asarray(self.avg.slice(lo, t))
             mean, var = max(float(a.mean()), MEAN_FLOOR), max(float(a.var()), VARIANCE_FLOOR)
-            if float(np.var(np.asarray(values.slice(lo, t)))) < FLAT_VARIANCE:
+            if values.variance(lo, t) < FLAT_VARIANCE:
                 mean, var = 0.5, 1e6
             self.dist = (mean, math.sqrt(var))
         mean, std = self.dist
@@ -245,7 +373,19 @@ class OnlineEnsemble:
                 self.probation, self.averaging_window, self.history, self.reestimation_period
             )
         # what the likelihoods' flat test reads (nothing to keep without a likelihood member)
-        self.values_ = _Tail(max(2, self.history + 1) if self.likelihood_ else 1)
+        self.values_ = self._flat_window()
+
+    def _flat_window(self) -> _FlatWindow:
+        """Edges: every row a window of the likelihoods' flat test starts or ends at."""
+        period, history = max(1, self.reestimation_period), self.history
+        learning, start = self.probation // 2, max(1, self.probation)
+        fixed = {learning, start, start - 1, start - history}
+
+        def is_edge(i: int) -> bool:
+            return history < 1 or i % period == 0 or (i + history) % period == 0 or i in fixed
+
+        keep = history + 2 * period + 2 if self.likelihood_ else 1
+        return _FlatWindow(is_edge, keep, 2.0 * FLAT_VARIANCE * max(1, history))
 
     def update(self, value: float) -> float:
         if not hasattr(self, "t_"):
@@ -275,7 +415,7 @@ class OnlineEnsemble:
         """How many numbers (values, scores, symbols, seen contexts) the state holds now."""
         if not hasattr(self, "t_"):
             return 0
-        held = len(self.values_.items)
+        held = 4 * (len(self.values_.segments) + 1)
         for name, novelty in self.novelty_.items():
             likelihood = self.likelihood_[name]
             held += len(novelty.inputs) + len(novelty.symbols) + len(novelty.seen)
@@ -291,7 +431,7 @@ class OnlineEnsemble:
         if not hasattr(self, "t_"):
             return state
         state["t"] = self.t_
-        state["values"] = _tail_state(self.values_)
+        state["flat"] = self.values_.to_state()
         state["previous"], state["lo"], state["hi"] = (
             _num(self.previous_),
             _num(self.lo_),
@@ -303,7 +443,7 @@ class OnlineEnsemble:
                 "inputs": pack(novelty.inputs),
                 "symbols": list(novelty.symbols),
                 "n_symbols": novelty.n_symbols,
-                "seen": sorted(list(key) for key in novelty.seen),
+                "seen": _context_codes(novelty.seen, novelty.bins),
                 "range": list(novelty.range) if novelty.range else None,
                 "raw": pack(self.likelihood_[name].raw),
                 "avg": _tail_state(self.likelihood_[name].avg),
@@ -319,10 +459,10 @@ class OnlineEnsemble:
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> OnlineEnsemble:
         """The object :meth:`to_state` described."""
-        if state.get("version") != STATE_VERSION:
+        if state.get("version") not in (VALUES_VERSION, STATE_VERSION):
             raise InputError(
                 f"online ensemble state version {state.get('version')!r}; this build reads "
-                f"version {STATE_VERSION}: start the series afresh"
+                f"versions {VALUES_VERSION} and {STATE_VERSION}: start the series afresh"
             )
         params = dict(state["params"])
         params["members"] = tuple(params["members"])
@@ -331,7 +471,20 @@ class OnlineEnsemble:
             return detector
         detector._start()
         detector.t_ = int(state["t"])
-        _tail_load(detector.values_, state["values"])
+        if state["version"] == VALUES_VERSION:  # the kept values: summarised as this build does
+            kept = unpack(state["values"]["items"])
+            first = int(state["values"]["count"]) - len(kept)
+            if first < 0:
+                raise InputError(
+                    f"a saved tail holds {len(kept)} values for a count of "
+                    f"{state['values']['count']}: the state is damaged, start the series afresh"
+                )
+            detector.values_.count = first
+            detector.values_.open = [float(first), 0.0, 0.0, 0.0]
+            for v in kept:
+                detector.values_.append(v)
+        else:
+            detector.values_.load(state["flat"])
         detector.previous_ = _float(state["previous"])
         detector.lo_, detector.hi_ = _float(state["lo"]), _float(state["hi"])
         detector.quiet_until_ = int(state["quiet_until"])
@@ -346,7 +499,10 @@ class OnlineEnsemble:
                 )
             novelty.symbols.extend(int(v) for v in member["symbols"])
             novelty.n_symbols = int(member["n_symbols"])
-            novelty.seen = {tuple(int(v) for v in key) for key in member["seen"]}
+            if state["version"] == VALUES_VERSION:  # version 2 kept each context as a list
+                novelty.seen = {tuple(int(v) for v in key) for key in member["seen"]}
+            else:
+                novelty.seen = _contexts(member["seen"], novelty.bins, novelty.order)
             found = member["range"]
             novelty.range = (float(found[0]), float(found[1])) if found else None
             likelihood.raw.extend(unpack(member["raw"]))

@@ -28,7 +28,7 @@ from seenbefore.detection import state_schema as s
 from seenbefore.detection.confirm import STATE_VERSION as CONFIRM_VERSION
 from seenbefore.detection.confirm import Confirmer, Rule
 from seenbefore.detection.online import STATE_VERSION as ONLINE_VERSION
-from seenbefore.detection.online import OnlineEnsemble, _plain
+from seenbefore.detection.online import VALUES_VERSION, OnlineEnsemble, _plain
 from seenbefore.detection.packed import unpack
 from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
@@ -301,43 +301,64 @@ def _triage(value: Any, path: str) -> None:
 
 
 _TAIL = s.record({"count": _INT, "items": _PACKED})
+_FLAT = s.record({"count": _INT, "segments": _PACKED})
 
 
 def _online(fresh: OnlineEnsemble) -> s.Check:
     params = _plain(fresh.get_params())
-    member = s.record(
-        {
-            "inputs": _PACKED,
-            "symbols": s.list_of(s.whole(-100, 100), max_items=16),
-            "n_symbols": _INT,
-            "seen": s.list_of(s.list_of(s.whole(-100, 100), max_items=16), max_items=1_000_000),
-            "range": s.optional(s.pair(_NUM, _POSITIVE)),
-            "raw": _PACKED,
-            "avg": _TAIL,
-            "dist": s.pair(_NUM, _POSITIVE),
-            "prev_red": s.boolean,
+
+    def member(seen: s.Check) -> s.Check:
+        return s.record(
+            {
+                "inputs": _PACKED,
+                "symbols": s.list_of(s.whole(-100, 100), max_items=16),
+                "n_symbols": _INT,
+                "seen": seen,
+                "range": s.optional(s.pair(_NUM, _POSITIVE)),
+                "raw": _PACKED,
+                "avg": _TAIL,
+                "dist": s.pair(_NUM, _POSITIVE),
+                "prev_red": s.boolean,
+            }
+        )
+
+    codes = member(s.list_of(s.whole(1), max_items=1_000_000))  # sorted context codes' gaps
+    lists = member(s.list_of(s.list_of(s.whole(-100, 100), max_items=16), max_items=1_000_000))
+
+    def outline(version: int) -> dict[str, s.Check]:
+        return {
+            "version": s.equals(version, f"the online ensemble's version {version}"),
+            "params": s.equals(params, "the parameters these watch settings build"),
         }
-    )
-    outline: dict[str, s.Check] = {
-        "version": s.equals(ONLINE_VERSION, f"the online ensemble's version {ONLINE_VERSION}"),
-        "params": s.equals(params, "the parameters these watch settings build"),
-    }
+
     fields: dict[str, s.Check] = {
-        **outline,
+        **outline(ONLINE_VERSION),
         "t": _INT,
-        "values": _TAIL,
+        "flat": _FLAT,
         "previous": s.optional(_NUM),
         "lo": s.optional(_NUM),
         "hi": s.optional(_NUM),
         "quiet_until": s.whole(-1),
-        "members": s.record(dict.fromkeys(fresh.novelty_, member)),
+        "members": s.record(dict.fromkeys(fresh.novelty_, codes)),
     }
     if fresh.artime_ is not None:
         fields["artime"] = _artime(fresh)
-    unstarted, started = s.record(outline), s.record(fields)
+    unstarted, started = s.record(outline(ONLINE_VERSION)), s.record(fields)
+    # version 2 (the last history + 1 values instead of the flat test's segments): still read
+    fields_v2 = {k: v for k, v in fields.items() if k != "flat"}
+    fields_v2.update(
+        outline(VALUES_VERSION),
+        values=_TAIL,
+        members=s.record(dict.fromkeys(fresh.novelty_, lists)),
+    )
+    unstarted_v2, started_v2 = s.record(outline(VALUES_VERSION)), s.record(fields_v2)
 
     def check(value: Any, path: str) -> None:  # a detector that has seen no point has no state
-        (started if isinstance(value, dict) and "t" in value else unstarted)(value, path)
+        old = isinstance(value, dict) and value.get("version") == VALUES_VERSION
+        begun = isinstance(value, dict) and "t" in value
+        ((started_v2 if begun else unstarted_v2) if old else (started if begun else unstarted))(
+            value, path
+        )
 
     return check
 
@@ -388,8 +409,10 @@ def _online_invariants(state: Mapping[str, Any], path: str, fresh: OnlineEnsembl
     if "t" not in state:
         return
     t = state["t"]
-    if state["values"]["count"] != t:
-        s.refuse(f"{path}.values.count", state["values"]["count"], f"t ({t})")
+    kept = state["flat"] if "flat" in state else state["values"]
+    if kept["count"] != t:
+        where = "flat" if "flat" in state else "values"
+        s.refuse(f"{path}.{where}.count", kept["count"], f"t ({t})")
     learning = t < fresh.probation
     for name, member in state["members"].items():
         where = f"{path}.members.{name}"

@@ -83,6 +83,7 @@ def main() -> int:
     rows.update(ensemble_rows(args.nab_file))
     rows.update(scale_rows(args.series, args.ticks))
     rows.update(steady_rows())
+    rows.update(watch_rows())
     table = Table(
         title=f"detector throughput (forest: {len(metrics)} metrics, window {detector.window})"
     )
@@ -269,6 +270,46 @@ def steady_rows(series: int = 20, ticks: int = 12_000) -> dict[str, dict[str, fl
                 len(d.artime_.art.labels) for d in detectors if d.artime_ is not None
             )
             / series,
+        }
+    }
+
+
+def watch_rows(series: int = 5, ticks: int = 12_000) -> dict[str, dict[str, float]]:
+    """What `seenbefore watch` saves for a series at its defaults (one-minute step): the
+    detector's state and the confirmation rule's (its recent window and a day of values for
+    the same-time-yesterday check), per series, after ``ticks`` points of a daily cycle."""
+
+    from seenbefore.detection.confirm import Confirmer
+    from seenbefore.detection.ensemble import DEFAULT_PARAMS
+    from seenbefore.detection.live_watch import WatchSettings
+    from seenbefore.detection.online import OnlineEnsemble
+
+    settings = WatchSettings(url="http://127.0.0.1:9090", queries=("q",))
+    step_ms = round(settings.step.total_seconds() * 1000)
+    rng = np.random.default_rng(3)
+    detector_bytes = confirmer_bytes = 0
+    for _ in range(series):
+        base, noise = rng.uniform(5, 50), rng.uniform(0.01, 0.1)
+        t = np.arange(ticks)
+        x = base * (1 + 0.2 * np.sin(2 * np.pi * t / settings.day)) + rng.normal(
+            0, noise * base, ticks
+        )
+        detector = OnlineEnsemble(probation=settings.probation, **DEFAULT_PARAMS)
+        confirmer = Confirmer(["m"], settings.rule())
+        for i, v in enumerate(x.tolist()):
+            confirmer.update([v], detector.update(v), i * step_ms)
+        detector_bytes += len(json.dumps(detector.to_state(), separators=(",", ":")))
+        confirmer_bytes += len(json.dumps(confirmer.to_state(), separators=(",", ":")))
+    console.print(
+        f"watch series state: detector {detector_bytes / series:.0f} B, "
+        f"confirmation {confirmer_bytes / series:.0f} B per series"
+    )
+    return {
+        f"watch series state at its defaults: {series} series x {ticks} points": {
+            "points": series * ticks,
+            "state_file_bytes_per_series": (detector_bytes + confirmer_bytes) / series,
+            "detector_bytes_per_series": detector_bytes / series,
+            "confirmation_bytes_per_series": confirmer_bytes / series,
         }
     }
 

@@ -152,6 +152,7 @@ NAB_DETECTORS = {
 }
 SHIPPED = "chosen: spatial + sequence + artime"  # nab_loco.json side_by_side key of the default
 STEADY = "ensemble state at steady state: 20 series x 12000 points"  # a detector.json row
+WATCH_ROW = "watch series state at its defaults: 5 series x 12000 points"  # a detector.json row
 
 
 def _nab_row(scope: str) -> str:
@@ -626,6 +627,22 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
                 "12000"
             ]
             / 1000
+        ),
+        DETECTION_PAGE,
+    ),
+    (
+        "watch series state at its defaults",
+        lambda: (
+            "saves {:,.1f} KB: the detector {:,.1f} KB and the confirmation rule {:,.1f} KB".format(
+                *(
+                    _load("detector.json")["results"][WATCH_ROW][key] / 1000
+                    for key in (
+                        "state_file_bytes_per_series",
+                        "detector_bytes_per_series",
+                        "confirmation_bytes_per_series",
+                    )
+                )
+            )
         ),
         DETECTION_PAGE,
     ),

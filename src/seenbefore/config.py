@@ -125,6 +125,12 @@ class Settings(BaseModel):
         default=None,
         description="the tier key a service login binds tiers with (`seenbefore database key`)",
     )
+    audit_key: SecretStr | None = Field(
+        default=None,
+        description="the audit chain's key on PostgreSQL: the value `seenbefore audit key` "
+        "printed, given to every replica from a secret store (SQLite keeps its key in audit.key "
+        "beside the store file and ignores this)",
+    )
     database_pool_max: int = Field(default=10, ge=1, le=200, description="PostgreSQL connections")
     database_statement_timeout_s: float = Field(
         default=30.0, gt=0, description="PostgreSQL statement timeout (maintenance runs unbounded)"

@@ -9,7 +9,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from seenbefore.cli.common import console, err_console, open_store, print_json, settings
+from seenbefore.cli.common import (
+    caller_tiers,
+    console,
+    err_console,
+    open_store,
+    print_json,
+    settings,
+)
 from seenbefore.errors import InputError
 from seenbefore.security.audit import AuditLog, AuditRecord
 from seenbefore.security.tokens import ROLES, TokenInfo, TokenStore, local_principal
@@ -274,3 +281,33 @@ def audit_verify(
         err_console.print(f"[red]audit log NOT intact[/] — {where}{result.reason}")
     if not result.ok:
         raise typer.Exit(1)
+
+
+@audit_app.command("key")
+def audit_key_command(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Key a PostgreSQL store's audit chain (HMAC-SHA256 from its next record on) and print the
+    key, once: give it to every replica as SEENBEFORE_AUDIT_KEY from your secret store. Until a
+    replica has it, its writes are refused (it would break the chain). SQLite keys its chain
+    itself (audit.key beside the store)."""
+    from seenbefore.security import audit_key
+
+    with open_store() as store:
+        key = AuditLog(store).key_server_chain()
+        # the first keyed record: this process holds the key it just made, not the setting
+        AuditLog(store, key=key).record(
+            local_principal(caller_tiers(None, settings())),
+            "audit.key",
+            detail={"from_id": key.from_id},
+        )
+    value = audit_key.to_text(key)
+    if as_json:
+        print_json({"from_id": key.from_id, audit_key.SETTING: value})
+        return
+    console.print(
+        f"the audit chain is keyed from record {key.from_id}. Set this on every replica (it is "
+        f"shown once; keep a copy with your backups' secrets):\n{audit_key.SETTING}='{value}'",
+        soft_wrap=True,
+        markup=False,
+    )

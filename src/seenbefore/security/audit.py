@@ -32,7 +32,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from seenbefore.errors import InputError
+from seenbefore.errors import ConfigError, ConflictError, InputError
 from seenbefore.security import audit_key
 from seenbefore.security.audit_chain import (
     GENESIS_HASH,
@@ -80,13 +80,51 @@ class AuditLog:
 
     def key(self) -> AuditKey | None:
         """The key records are chained under (None: unkeyed)."""
-        return audit_key.load(audit_key.key_path(self.store)) if self._key == "store" else self._key
-
-    def _key_for(self, next_id: int) -> AuditKey | None:
         if self._key != "store":
             return self._key
         path = audit_key.key_path(self.store)
-        return None if path is None else audit_key.load_or_create(path, next_id)
+        if path is not None:
+            return audit_key.load(path)
+        return audit_key.server_key(self.store, self.store.get_meta(audit_key.META_KEY))
+
+    def _key_for(self, conn: SqlConn, next_id: int) -> AuditKey | None:
+        if self._key != "store":
+            return self._key
+        path = audit_key.key_path(self.store)
+        if path is not None:
+            return audit_key.load_or_create(path, next_id)
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (audit_key.META_KEY,)).fetchone()
+        return audit_key.server_key(self.store, None if row is None else str(row[0]))
+
+    def key_server_chain(self) -> AuditKey:
+        """Key a server store's chain from its next record on (``seenbefore audit key``): a new
+        key, marked in the database's meta in the chain's own serialized transaction, returned
+        for the operator to give every replica. Refused on a store with a key file (SQLite
+        keys itself) and on a chain already keyed."""
+        if audit_key.key_path(self.store) is not None:
+            raise ConfigError(
+                "this store keeps its audit key in a file beside it (audit.key), made by its "
+                "first record: there is nothing to key"
+            )
+        with self.store.transaction() as conn:
+            self.store.sql.serialize(conn, "audit_log")
+            found = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (audit_key.META_KEY,)
+            ).fetchone()
+            if found is not None:
+                from_id = audit_key.keyed_from(str(found[0]))
+                raise ConflictError(
+                    f"this database's audit chain is already keyed (from record "
+                    f"{from_id[0] if from_id else '?'}); its key is the one you were given then"
+                )
+            last = conn.execute("SELECT max(id) FROM audit_log").fetchone()
+            next_id = int(last[0]) + 1 if last is not None and last[0] is not None else 1
+            key = audit_key.AuditKey(secrets.token_bytes(32), next_id)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                (audit_key.META_KEY, audit_key.marker(key)),
+            )
+        return key
 
     # -- writing ----------------------------------------------------------------------------
     def record(
@@ -139,7 +177,7 @@ class AuditLog:
             fields["id"] = int(last["id"]) + 1 if last else 1
             fields["prev_hash"] = str(last["hash"]) if last else GENESIS_HASH
             fields["time"] = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
-            digest = chain_hash(fields["prev_hash"], fields, self._key_for(fields["id"]))
+            digest = chain_hash(fields["prev_hash"], fields, self._key_for(conn, fields["id"]))
             conn.execute(
                 "INSERT INTO audit_log (id, time, actor, session, action, query_hash, doc_ids,"
                 " tiers, draft_id, decision, detail, prev_hash, hash)"

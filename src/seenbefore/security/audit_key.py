@@ -13,8 +13,11 @@ a home without the key that chained it is refused (its keyed records cannot be v
 
 The key file is created by the first append that finds none, inside that append's serialized
 transaction (so ``from_id`` is exactly the id being written, and no other writer appends
-between). A store without a local file (PostgreSQL, SQLite in memory) has no key: its chain is
-SHA-256 as before (PostgreSQL's backups are its own, and ``restore`` refuses there).
+between). A server store (PostgreSQL) has no file beside it: its key is made by ``seenbefore
+audit key`` (which marks the chain keyed in the database's ``meta``, from the next record on, and
+prints the key) and given to every replica as ``SEENBEFORE_AUDIT_KEY``; until then its chain is
+SHA-256, tamper-evident only against someone who cannot also re-hash it (the database owner can,
+with the append-only triggers switched off). SQLite in memory has no key.
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ def load(path: Path | None) -> AuditKey | None:
         return None
     except OSError as exc:
         raise ConfigError(f"audit key {path} cannot be read ({exc.strerror or exc})") from exc
+    return parse(text, f"audit key {path}", path)
+
+
+def parse(text: str, where: str, path: Path | None = None) -> AuditKey:
+    """A key written as ``{"version": 1, "from_id": N, "key": "<64 hex>"}``; ConfigError naming
+    ``where`` for anything else."""
     try:
         data = json.loads(text)
         if data.get("version") != VERSION:
@@ -76,10 +85,80 @@ def load(path: Path | None) -> AuditKey | None:
             raise ValueError("a key of 32 bytes and a whole from_id >= 1")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ConfigError(
-            f"audit key {path} is damaged ({str(exc)[:80]}); put back the copy you kept (the "
+            f"{where} is damaged ({str(exc)[:80]}); put back the copy you kept (the "
             "records it chained cannot be verified without it)"
         ) from None
     return AuditKey(secret, from_id, path)
+
+
+def to_text(key: AuditKey) -> str:
+    return json.dumps({"version": VERSION, "from_id": key.from_id, "key": key.secret.hex()})
+
+
+def fingerprint(key: AuditKey) -> str:
+    """What a server store's ``meta`` keeps of its key: enough to tell the right key from a
+    wrong one, nothing to chain with."""
+    return key.mac(b"seenbefore audit key fingerprint")[:16]
+
+
+# -- a server store (PostgreSQL): the key comes from the settings (SEENBEFORE_AUDIT_KEY, the same
+# JSON as the file, from a secret store every replica reads), and ``meta`` says the chain is
+# keyed from which record and under which key (its fingerprint), so that a replica started
+# without the key refuses to append unkeyed records instead of breaking the chain.
+SETTING = "SEENBEFORE_AUDIT_KEY"
+META_KEY = "audit_key"  # meta: {"from_id": N, "fingerprint": "..."}
+
+
+def configured(store: Any) -> AuditKey | None:
+    """The key a server store was opened with (``audit_key_text``), or None."""
+    text = getattr(store, "audit_key_text", None)
+    return None if not text else parse(text, SETTING)
+
+
+def keyed_from(meta_value: str | None) -> tuple[int, str] | None:
+    """(from_id, fingerprint) from a server store's meta value, or None when not keyed."""
+    if meta_value is None:
+        return None
+    try:
+        data = json.loads(meta_value)
+        return int(data["from_id"]), str(data["fingerprint"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(
+            f"the database's meta {META_KEY!r} is damaged ({str(exc)[:60]}): the audit chain's "
+            "key record was edited; restore the database"
+        ) from None
+
+
+def marker(key: AuditKey) -> str:
+    """The meta value that marks a server store's chain keyed under ``key``."""
+    return json.dumps({"from_id": key.from_id, "fingerprint": fingerprint(key)})
+
+
+def server_key(store: Any, meta_value: str | None) -> AuditKey | None:
+    """The key a server store's records are chained under, checked against the mark in its
+    meta (``meta_value``): None when the chain is not keyed; ConfigError when it is keyed and
+    this process lacks the key or holds another one, or holds one for a chain never keyed."""
+    key, marked = configured(store), keyed_from(meta_value)
+    if marked is None:
+        if key is not None:
+            raise ConfigError(
+                f"{SETTING} is set but this database's audit chain was never keyed: run "
+                "`seenbefore audit key` (it keys the chain and prints the value to set) or unset it"
+            )
+        return None
+    from_id, mark = marked
+    if key is None:
+        raise ConfigError(
+            f"this database's audit chain is keyed from record {from_id}; give this process "
+            f"the key in {SETTING} (the value `seenbefore audit key` printed): without it, it "
+            "would break the chain"
+        )
+    if fingerprint(key) != mark or key.from_id != from_id:
+        raise ConfigError(
+            f"{SETTING} holds another key than the one this database's audit chain is keyed "
+            f"with (from record {from_id}); set the value `seenbefore audit key` printed"
+        )
+    return key
 
 
 def load_or_create(path: Path, next_id: int) -> AuditKey:

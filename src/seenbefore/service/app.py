@@ -111,6 +111,7 @@ def open_state(
             on_open(base)
         base.embedder()  # the heavy model load happens here, not on the first request
         base.index()
+        AuditLog(base.store).key()  # a keyed chain (PostgreSQL) without its key: not ready
         sessions = SessionSigner(store_secret(base.store), store=base.store)
         workflow = ReviewWorkflow(base, settings)
         try:

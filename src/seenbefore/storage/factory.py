@@ -100,7 +100,10 @@ def open_url(url: str, settings: Settings | None = None) -> PostgresStore:
             f" {', '.join(s + '://' for s in BACKENDS)} (unset SEENBEFORE_DATABASE_URL for the"
             " embedded SQLite store)"
         )
-    return opener(url, settings or Settings())
+    settings = settings or Settings()
+    store = opener(url, settings)
+    store.audit_key_text = _secret(settings.audit_key)  # security/audit_key.py: server_key
+    return store
 
 
 def open_maintenance(settings: Settings) -> Maintenance:

@@ -63,6 +63,8 @@ class PostgresStore(JsonSettings):
     dialect = "postgres"
     sql: PostgresSql = POSTGRES_SQL  # storage/dialect.py: the fragments its SQL differs in
     local_file: Path | None = None  # the data lives on the server
+    # the audit chain's key (SEENBEFORE_AUDIT_KEY), set by storage/factory.py; none: unkeyed
+    audit_key_text: str | None = None
 
     def __init__(
         self, url: str, *, options: PgOptions | None = None, tier_key: str | None = None

@@ -96,6 +96,8 @@ EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         "recent[0] is '500 values'",
     ),
     "labels as numbers": (lambda s: _series(s)["labels"].update(pod=1), "labels['pod'] is 1"),
+    "stamps not rising": (lambda s: _rule(s).update(stamps=[60_000, 0]), "rising stamps"),
+    "stamps as text": (lambda s: _rule(s).update(stamps=["0"]), "stamps[0] is '0'"),
     "detector as null": (lambda s: _series(s).update(detector=None), ".detector is None"),
     "t negative": (lambda s: _series(s)["detector"].update(t=-1), ".detector.t is -1"),
     "t out of step": (lambda s: _series(s)["detector"].update(t=7), "flat.count"),

@@ -473,6 +473,8 @@ class Confirmer:
             if self.hold is None
             else [self.hold[0], {str(j): list(v) for j, v in self.hold[1].items()}],
             "back": [self.back, self.back_since],
+            # the last points' stamps: a fire just after a restart looks back over them
+            "stamps": list(self.stamps),
         }
 
     @classmethod
@@ -494,6 +496,7 @@ class Confirmer:
         c.level = [(float(a), float(b)) for a, b in level] if level else None
         c.event = None if state["event"] is None else _event_load(state["event"])
         c.back, c.back_since = int(state["back"][0]), state["back"][1]
+        c.stamps.extend(int(v) for v in state.get("stamps", ()))  # older states kept none
         hold = state["hold"]
         if hold is not None:
             c.hold = (

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,6 +68,7 @@ MAX_SERIES = 2_000  # series one watcher follows (a state holds one detector for
 MAX_PACKED_CHARS = 24 * 1024 * 1024  # one packed array's text in the file
 MAX_LABELS = 100  # labels of one series (Prometheus has no hard limit; real ones hold ~10-20)
 MAX_LABEL_CHARS = 4_096
+MAX_BACK = 1_000  # stamps a confirmation state keeps (the rule's ``back``: 3 by default)
 MAX_ANOMALY_SIMS = 1_000_000  # ARTime keeps one per anomaly it scores
 _INT = s.whole()
 _NUM = s.number(-MAX_MAGNITUDE, MAX_MAGNITUDE)  # what the watcher scores (values.py)
@@ -226,7 +228,9 @@ def _confirmer(k: int) -> s.Check:
             "event": s.optional(event),
             "hold": s.optional(s.pair(_MS, s.mapping(metric, held, max_items=k))),
             "back": s.pair(_INT, s.optional(_MS)),
-        }
+            "stamps": s.list_of(_MS, max_items=MAX_BACK),
+        },
+        optional_keys=frozenset({"stamps"}),  # written since a restart keeps them
     )
 
 
@@ -264,6 +268,11 @@ def _confirmer_invariants(state: Mapping[str, Any], path: str, rule: Rule, limit
             n = len(unpack(text))  # InputError past MAX_PACKED_VALUES, or if not finite
             if n > most:
                 s.refuse(f"{path}.{name}[{j}]", f"{n} values", f"at most {most} (the rule's)")
+    stamps = state.get("stamps", [])
+    if len(stamps) > max(1, rule.back) or any(b <= a for a, b in pairwise(stamps)):
+        s.refuse(f"{path}.stamps", stamps, f"at most {max(1, rule.back)} rising stamps")
+    for i, stamp in enumerate(stamps):
+        _not_future(f"{path}.stamps[{i}]", stamp, limit)
     back, since = state["back"]
     if (back == 0) != (since is None):
         s.refuse(f"{path}.back", state["back"], "[0, null] or [points back, first stamp]")

@@ -124,6 +124,15 @@ def test_optimised_graph_is_kept_reused_and_rebuilt(
     assert np.allclose(_outputs(third, onnx_model), reference, atol=1e-4)
     assert kept.stat().st_size > 1000
 
+    # an export replaced behind its back (copied in, touched): optimised again, the old one gone
+    import os
+
+    os.utime(model, ns=(model.stat().st_atime_ns, model.stat().st_mtime_ns + 10**9))
+    renewed = optimised_path(model, onnxruntime.__version__)
+    assert renewed != kept and not renewed.exists()
+    optimised_session(onnxruntime, model)
+    assert renewed.exists() and not kept.exists()
+
 
 def test_unwritable_cache_falls_back_to_the_export(
     onnx_model: OnnxMiniLMEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -15,6 +15,7 @@ exports it then (a few seconds, logged once).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -144,8 +145,11 @@ def prepare_session(model_file: Path) -> Path:
 
 def optimised_path(model_file: Path, runtime_version: str) -> Path:
     """Where ONNX Runtime's optimised graph of ``model_file`` is kept: beside it, named after the
-    runtime that optimised it (another version re-optimises rather than trusting it)."""
-    return model_file.with_name(f"{model_file.stem}.ort-{runtime_version}.optimised.onnx")
+    runtime that optimised it and after the export's size and modification time (another
+    runtime, or an export replaced by any means, re-optimises rather than trusting it)."""
+    made = model_file.stat()
+    mark = hashlib.sha256(f"{made.st_size}:{made.st_mtime_ns}".encode()).hexdigest()[:12]
+    return model_file.with_name(f"{model_file.stem}.ort-{runtime_version}.{mark}.optimised.onnx")
 
 
 def optimised_session(onnxruntime: Any, model_file: Path) -> Any:
@@ -187,6 +191,9 @@ def optimised_session(onnxruntime: Any, model_file: Path) -> Any:
         os.replace(tmp_name, kept)
     finally:
         Path(tmp_name).unlink(missing_ok=True)
+    for stale in kept.parent.glob(f"{model_file.stem}.ort-*.optimised.onnx"):
+        if stale != kept:  # optimised from an export since replaced, or by another runtime
+            stale.unlink(missing_ok=True)
     return built
 
 

@@ -109,7 +109,8 @@ class ReviewWorkflow:
         try:
             self.engine  # noqa: B018 (built for its side effect)
         except Exception as exc:
-            log.warning("review engine not ready: %s: %s", type(exc).__name__, exc)
+            if not self._closed:  # closed meanwhile (the service stopping): nothing to say
+                log.warning("review engine not ready: %s: %s", type(exc).__name__, exc)
 
     def close(self) -> None:
         with self._engine_lock:

@@ -6,32 +6,17 @@ the rest with SHA-256 is caught; a replica without the key (or with another) ref
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
 from seenbefore.errors import ConfigError, ConflictError
 from seenbefore.security import audit_key
 from seenbefore.security.audit import HEAD_KEY, AuditLog, chain_hash
-from seenbefore.storage.postgres.schema import OWNER_ROLE
 from seenbefore.storage.postgres.store import PostgresStore
+from tests.security.conftest import raw
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def pg(pg_url: str) -> Iterator[PostgresStore]:
-    with PostgresStore(pg_url) as store:
-        yield store
-
-
-def _owner(url: str) -> psycopg.Connection[tuple[Any, ...]]:
-    conn = psycopg.connect(url, autocommit=True)
-    conn.execute("SET search_path = seenbefore")
-    conn.execute(f"SET ROLE {OWNER_ROLE}")
-    return conn
 
 
 def test_a_keyed_chain_needs_its_key_and_catches_a_rehash(pg: PostgresStore, pg_url: str) -> None:
@@ -62,7 +47,7 @@ def test_a_keyed_chain_needs_its_key_and_catches_a_rehash(pg: PostgresStore, pg_
     assert log.verify().ok
 
     # the owner switches the guard off, edits record 4 and re-hashes the rest without the key
-    with _owner(pg_url) as conn:
+    with raw(pg_url, owner=True) as conn:
         conn.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only")
         rows = conn.execute(
             "SELECT id, time, actor, session, action, query_hash, doc_ids, tiers, draft_id,"
@@ -98,7 +83,7 @@ def test_a_keyed_chain_needs_its_key_and_catches_a_rehash(pg: PostgresStore, pg_
     assert not result.ok and result.first_bad_id == 4 and "edited" in result.reason
 
     # and removing the mark that the chain is keyed does not make the key go away
-    with _owner(pg_url) as conn:
+    with raw(pg_url, owner=True) as conn:
         conn.execute("DELETE FROM meta WHERE key = %s", (audit_key.META_KEY,))
     with pytest.raises(ConfigError, match="never keyed"):
         log.verify()

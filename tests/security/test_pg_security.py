@@ -5,9 +5,8 @@ many replicas append at once."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
@@ -15,27 +14,13 @@ from seenbefore.errors import AuthError, StoreError
 from seenbefore.security.audit import GENESIS_HASH, AuditLog, chain_hash
 from seenbefore.security.tokens import TokenStore
 from seenbefore.storage.postgres.checkpoint import setup_checkpoints
-from seenbefore.storage.postgres.schema import APP_ROLE, OWNER_ROLE
+from seenbefore.storage.postgres.schema import APP_ROLE
 from seenbefore.storage.postgres.store import PostgresStore
+from tests.security.conftest import raw
 
 pytestmark = pytest.mark.integration
 
 ENV_TOKEN = "sb_" + "B" * 43
-
-
-@pytest.fixture
-def pg(pg_url: str) -> Iterator[PostgresStore]:
-    with PostgresStore(pg_url) as store:
-        yield store
-
-
-def raw(url: str, *, owner: bool = False) -> psycopg.Connection[tuple[object, ...]]:
-    """The login role on its own connection, as someone bypassing the application would."""
-    conn = psycopg.connect(url, autocommit=True)
-    conn.execute("SET search_path = seenbefore")
-    if owner:
-        conn.execute(f"SET ROLE {OWNER_ROLE}")
-    return conn
 
 
 def in_threads(n: int, work: Callable[[int], None]) -> list[BaseException]:

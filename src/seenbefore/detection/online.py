@@ -10,11 +10,12 @@ ends; the likelihood reports 0.5 until then, as in the batch.
 
 Memory is bounded: what is kept is what the arithmetic reads again, i.e. the inputs of the
 probationary period until it ends, the last ``order + 1`` symbols and the contexts seen (at most
-``(3 * bins) ** (order + 1)``), the last ``averaging_window`` raw scores, and the last
-``history + 1`` averaged scores and values (the likelihood's Gaussian reads at most ``history``
-rows back; no values at all without a likelihood member), and ARTime's categories (at most
-``max_categories``). :meth:`OnlineEnsemble.retained` counts it; :meth:`OnlineEnsemble.to_state`
-and :meth:`OnlineEnsemble.from_state` carry it through JSON, long arrays packed
+``(3 * bins) ** (order + 1)``), the last ``averaging_window`` raw scores, the last
+``history + 1`` averaged scores (the likelihood's Gaussian reads at most ``history`` rows back),
+running summaries of the values over the same rows for the flat test (``_FlatWindow``; none
+without a likelihood member), and ARTime's categories (at most ``max_categories``).
+:meth:`OnlineEnsemble.retained` counts it; :meth:`OnlineEnsemble.to_state` and
+:meth:`OnlineEnsemble.from_state` carry it through JSON, long arrays packed
 (:mod:`~seenbefore.detection.packed`): a restarted series scores as if never stopped (tested).
 """
 
@@ -133,6 +134,12 @@ class _FlatWindow:
         if covered != hi - lo:
             raise AssertionError(f"rows {lo}-{hi} are not whole kept segments ({covered} rows)")
         return m2 / n if n else 0.0
+
+    def replay(self, first: int, values: Sequence[float]) -> None:
+        """Start at row ``first`` and append ``values`` (a version 2 state's kept values)."""
+        self.count, self.segments, self.open = first, deque(), [float(first), 0.0, 0.0, 0.0]
+        for v in values:
+            self.append(v)
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -479,10 +486,7 @@ class OnlineEnsemble:
                     f"a saved tail holds {len(kept)} values for a count of "
                     f"{state['values']['count']}: the state is damaged, start the series afresh"
                 )
-            detector.values_.count = first
-            detector.values_.open = [float(first), 0.0, 0.0, 0.0]
-            for v in kept:
-                detector.values_.append(v)
+            detector.values_.replay(first, kept)
         else:
             detector.values_.load(state["flat"])
         detector.previous_ = _float(state["previous"])

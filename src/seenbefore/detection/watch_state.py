@@ -362,12 +362,18 @@ def _online(fresh: OnlineEnsemble) -> s.Check:
     )
     unstarted_v2, started_v2 = s.record(outline(VALUES_VERSION)), s.record(fields_v2)
 
-    def check(value: Any, path: str) -> None:  # a detector that has seen no point has no state
-        old = isinstance(value, dict) and value.get("version") == VALUES_VERSION
-        begun = isinstance(value, dict) and "t" in value
-        ((started_v2 if begun else unstarted_v2) if old else (started if begun else unstarted))(
-            value, path
-        )
+    # by (a version 2 state, a detector that has seen a point: one that has not has no state)
+    checks = {
+        (False, False): unstarted,
+        (False, True): started,
+        (True, False): unstarted_v2,
+        (True, True): started_v2,
+    }
+
+    def check(value: Any, path: str) -> None:
+        shaped = isinstance(value, dict)
+        old, begun = shaped and value.get("version") == VALUES_VERSION, shaped and "t" in value
+        checks[old, begun](value, path)
 
     return check
 
@@ -418,10 +424,9 @@ def _online_invariants(state: Mapping[str, Any], path: str, fresh: OnlineEnsembl
     if "t" not in state:
         return
     t = state["t"]
-    kept = state["flat"] if "flat" in state else state["values"]
-    if kept["count"] != t:
-        where = "flat" if "flat" in state else "values"
-        s.refuse(f"{path}.{where}.count", kept["count"], f"t ({t})")
+    kept = "flat" if "flat" in state else "values"  # version 2 kept the values
+    if state[kept]["count"] != t:
+        s.refuse(f"{path}.{kept}.count", state[kept]["count"], f"t ({t})")
     learning = t < fresh.probation
     for name, member in state["members"].items():
         where = f"{path}.members.{name}"

@@ -272,15 +272,16 @@ def serve(
     two never import at the same time."""
     say = note or (lambda text: print(text, file=sys.stderr, flush=True))
     wire = wire or Wire.claim_stdio()  # first: what prepare's imports print goes to stderr
-    early = threading.Thread(target=_quietly, args=(prepare,), name="mcp-prepare", daemon=True)
+    early = None
     if prepare is not None:
+        early = threading.Thread(target=_quietly, args=(prepare,), name="mcp-prepare", daemon=True)
         early.start()
     try:
         handoff = front(wire, load_handshake())
         if handoff is None:
             return
         say("seenbefore MCP: starting the server for the first request (once, a few seconds)")
-        if prepare is not None:
+        if early is not None:
             early.join()
         server, close = build()
         try:
@@ -291,11 +292,10 @@ def serve(
         wire.close()
 
 
-def _quietly(prepare: Callable[[], None] | None) -> None:
+def _quietly(prepare: Callable[[], None]) -> None:
     """Run ``prepare``; a failure is left for ``build`` to meet and report."""
-    if prepare is not None:
-        with contextlib.suppress(Exception):  # build imports the same modules and says why
-            prepare()
+    with contextlib.suppress(Exception):  # build imports the same modules and says why
+        prepare()
 
 
 Run = Callable[[Wire], None]

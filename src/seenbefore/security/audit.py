@@ -93,8 +93,7 @@ class AuditLog:
         path = audit_key.key_path(self.store)
         if path is not None:
             return audit_key.load_or_create(path, next_id)
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (audit_key.META_KEY,)).fetchone()
-        return audit_key.server_key(self.store, None if row is None else str(row[0]))
+        return audit_key.server_key(self.store, _server_mark(conn))
 
     def key_server_chain(self) -> AuditKey:
         """Key a server store's chain from its next record on (``seenbefore audit key``): a new
@@ -108,14 +107,11 @@ class AuditLog:
             )
         with self.store.transaction() as conn:
             self.store.sql.serialize(conn, "audit_log")
-            found = conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (audit_key.META_KEY,)
-            ).fetchone()
-            if found is not None:
-                from_id = audit_key.keyed_from(str(found[0]))
+            marked = audit_key.keyed_from(_server_mark(conn))
+            if marked is not None:
                 raise ConflictError(
-                    f"this database's audit chain is already keyed (from record "
-                    f"{from_id[0] if from_id else '?'}); its key is the one you were given then"
+                    f"this database's audit chain is already keyed (from record {marked[0]}); "
+                    "its key is the one you were given then"
                 )
             last = conn.execute("SELECT max(id) FROM audit_log").fetchone()
             next_id = int(last[0]) + 1 if last is not None and last[0] is not None else 1
@@ -320,6 +316,12 @@ def visible_sql(store: ServiceStore, tiers: Sequence[str]) -> tuple[str, list[An
     )
     within, held = store.sql.json_within("audit_log.tiers", tiers)
     return f"{within} AND {review_clause}", [*held, *review_params]
+
+
+def _server_mark(conn: SqlConn) -> str | None:
+    """The mark in a server store's meta that its chain is keyed (audit_key.marker), if any."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (audit_key.META_KEY,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _salt(conn: SqlConn) -> bytes:

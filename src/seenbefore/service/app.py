@@ -111,7 +111,8 @@ def open_state(
             on_open(base)
         base.embedder()  # the heavy model load happens here, not on the first request
         base.index()
-        AuditLog(base.store).key()  # a keyed chain (PostgreSQL) without its key: not ready
+        audit = AuditLog(base.store)
+        audit.key()  # a keyed chain (PostgreSQL) without its key: not ready
         sessions = SessionSigner(store_secret(base.store), store=base.store)
         workflow = ReviewWorkflow(base, settings)
         try:
@@ -130,7 +131,7 @@ def open_state(
     state.investigations.share(shared)
     state.failures.share(shared)
     state.tokens = TokenStore(base.store)
-    state.audit = AuditLog(base.store)
+    state.audit = audit
     state.sessions = sessions
     state.workflow = workflow
     state.kb = base

@@ -33,7 +33,10 @@ from provenance import RESULTS, provenance, write_results
 from seenbefore.core.confidence import auroc
 
 OFF_STYLES = ("off-topic", "scifact-claim")
-DUMP_COMMAND = "python benchmarks/verdict.py --shared ../shared/data --sets sample-replay,aws-replay --dump FILE"
+DUMP_COMMAND = (
+    "python benchmarks/verdict.py --shared ../shared/data "
+    "--sets sample-replay,aws-replay --dump FILE"
+)
 PAIRS = (("right", "none"), ("right", "wrong"), ("right", "off-topic"))
 
 

@@ -63,3 +63,71 @@ def test_an_old_state_without_stamps_still_loads() -> None:
     restored = Confirmer.from_state(["m"], settings.rule(), state)
     assert list(restored.stamps) == []
     assert dt.timedelta(milliseconds=STEP_MS) == settings.step
+
+
+def _version_1(confirmer: Confirmer) -> dict[str, object]:
+    """``confirmer``'s state as version 1 wrote it: float64 arrays and a day of values kept one
+    a minute (``confirmer`` must have been run with ``DAY_SLOTS`` at version 1's 1,440)."""
+    from seenbefore.detection.packed import pack
+
+    state = confirmer.to_state()
+    state["version"] = 1
+    state["recent"] = [pack(r) for r in confirmer.recent]
+    state["day"] = [pack(d) for d in confirmer.day]
+    return state
+
+
+@pytest.mark.parametrize("points", [1439, 1800, 3000, 3001, 3003])
+def test_a_version_1_state_is_thinned_to_every_fifth_minute_and_scores_on_as_a_fresh_one(
+    points: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seenbefore.detection.confirm as confirm
+
+    settings = WatchSettings(url="http://127.0.0.1:9", queries=("q",), learning=30)
+    rule = settings.rule()
+    assert rule.day == 1440 and rule.day_stride == 5  # a day at the default one-minute step
+    rng = np.random.default_rng(points)
+    t = np.arange(points + 200)
+    x = 100 + 20 * np.sin(2 * np.pi * t / 1440) + rng.normal(0, 1, len(t))
+    x[points + 100 :] += 40  # a step after the restart: both must report it alike
+
+    def run(c: Confirmer, lo: int, hi: int) -> list[object]:
+        out: list[object] = []
+        for i in range(lo, hi):
+            out += c.update([float(x[i])], 1.0 if i == points + 100 else 0.0, i * STEP_MS)
+        return out
+
+    with monkeypatch.context() as m:  # the version 1 build: one value a minute, float64
+        m.setattr(confirm, "DAY_SLOTS", confirm.DAY_SLOTS_V1)
+        m.setattr(confirm, "single", float)
+        old = Confirmer(["m"], confirm.Rule(**{**rule.__dict__}))
+        run(old, 0, points)
+        assert old.rule.day_stride == 1
+        saved = json.loads(json.dumps(_version_1(old)))
+    fresh = Confirmer(["m"], rule)
+    run(fresh, 0, points)
+    loaded = Confirmer.from_state(["m"], rule, saved)
+    # the same slots with the same values, but for the oldest one when version 1 had dropped
+    # it (it kept a day and 3 points; this keeps a day and the slot of those 3 points)
+    day, want = list(loaded.day[0]), list(fresh.day[0])
+    assert day == want[len(want) - len(day) :] and len(day) >= len(want) - 1
+    assert list(loaded.recent[0]) == list(fresh.recent[0])
+    assert all(fresh.to_state()[k][0].startswith("f4z:") for k in ("recent", "day"))  # float32
+    after = run(loaded, points, len(t))
+    assert after == run(fresh, points, len(t)) and after  # the step, reported alike
+
+
+def test_the_windows_come_back_bit_for_bit_at_any_magnitude() -> None:
+    settings = WatchSettings(url="http://127.0.0.1:9", queries=("q",), learning=30)
+    confirmer = Confirmer(["m"], settings.rule())
+    values = [1e-50, 3.3e-39, 1e-30, 0.1, 100.123456789, 1e38, 3.5e38, 1e100, -1e100, 0.0]
+    for i in range(300):
+        confirmer.update([values[i % len(values)] * (1 - i * 1e-9)], 0.0, i * STEP_MS)
+    state = json.loads(json.dumps(confirmer.to_state()))
+    again = Confirmer.from_state(["m"], settings.rule(), state)
+    assert list(again.recent[0]) == list(confirmer.recent[0])
+    assert list(again.day[0]) == list(confirmer.day[0])
+    kept = list(confirmer.recent[0])
+    assert any(v > 1e99 for v in kept) and any(v < -1e99 for v in kept)  # beyond float32
+    assert any(0 < v < 1e-45 for v in kept)  # below float32's smallest: kept, not flushed to 0
+    assert "f8z:" in state["recent"][0][:4]  # such a window is packed in float64

@@ -1,8 +1,8 @@
 """A hostile or odd `watch` state file (issue 33) is refused with the field it got wrong, never a
 traceback: wrong types (8 kinds of traceback before), a NaN (which made every later save fail),
 a zlib bomb (590 KB peaked at 2.5 GB), a cursor in the future (which silently scored nothing
-forever), damaged triage memory, the confirmation rule's state (version 3: issue 32's
-``Confirmer``) out of shape; and a property test: any one field of a real state replaced by
+forever), damaged triage memory, the confirmation rule's state (issue 32's ``Confirmer``,
+versions 1 and 2) out of shape; and a property test: any one field of a real state replaced by
 any JSON value either loads and keeps scoring and saving, or is refused with InputError."""
 
 from __future__ import annotations
@@ -144,6 +144,35 @@ def test_a_wrong_field_is_refused_naming_it(name: str) -> None:
 def test_the_real_state_loads_and_scores_on() -> None:
     watcher = Watcher.from_state(copy.deepcopy(SAVED), _settings(), FakePrometheus())
     assert watcher.poll(NEXT).points == 150
+
+
+def test_a_version_1_rule_state_loads_and_its_day_is_bounded_by_its_own_slots() -> None:
+    """Version 1 of the rule's state kept a day of values one a minute (1,440 slots; at this
+    1 s step every 60th point, 1,441 with the look-back's); version 2 keeps 288 (every 300th):
+    a version 1 state loads and is thinned, and each version is held to its own bound."""
+    day = [pack([100.0 + i for i in range(1441)])]
+    old = _set(lambda s: _rule(s).update(version=1, recent=[pack(_recent(s))], day=day))
+    watcher = Watcher.from_state(old, _settings(), FakePrometheus())
+    [series] = watcher.series.values()
+    assert 0 < len(series.confirmer.day[0]) <= series.confirmer.rule.day_capacity() == 289
+    watcher.poll(NEXT)  # and scores on
+    over = [pack([100.0] * 1442)]
+    with pytest.raises(InputError, match="at most 1441"):
+        Watcher.from_state(
+            _set(lambda s: _rule(s).update(version=1, day=over)), _settings(), FakePrometheus()
+        )
+    with pytest.raises(InputError, match="at most 289"):
+        Watcher.from_state(
+            _set(lambda s: _rule(s).update(day=[pack([100.0] * 290)])),
+            _settings(),
+            FakePrometheus(),
+        )
+
+
+def _recent(state: dict[str, Any]) -> list[float]:
+    from seenbefore.detection.packed import unpack
+
+    return unpack(_rule(state)["recent"][0])
 
 
 def test_nan_in_the_file_is_refused_when_read(tmp_path: Path) -> None:

@@ -44,12 +44,25 @@ import numpy as np
 
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import CLIP, MIN_HISTORY, robust_level
-from seenbefore.detection.packed import pack, unpack
+from seenbefore.detection.packed import pack, pack32, single, unpack
 from seenbefore.detection.signature import KEY_METRICS
 
 LEVEL_Z = 10.0  # a drift is described against the learned level when that z is at least this
-DAY_SLOTS = 1440  # values kept for the day before: one a minute at most (a 1 s step: every 60th)
-STATE_VERSION = 1
+# Values kept for the day before: 288, one every 5 minutes at most (at a 1-minute step every
+# 5th point, at 1 s every 300th), so the same-time-yesterday check reads a value from 0-4 minutes
+# either side of a day earlier. Version 1 states kept 1,440 (one a minute, a quarter of a saved
+# series at its defaults); they are thinned on reading (Confirmer.from_state).
+DAY_SLOTS = 288
+DAY_SLOTS_V1 = 1440
+# 2: the windows held at float32 precision (and packed so: detection/packed.py) and 288 day slots
+STATE_VERSION = 2
+READS = (1, 2)  # the versions from_state reads
+
+
+def day_stride(day: int | None, slots: int | None = None) -> int:
+    """Every how many points a day of values keeps one (at most ``slots`` kept, by default
+    ``DAY_SLOTS``)."""
+    return -(-day // (slots or DAY_SLOTS)) if day else 1
 
 
 @dataclass(frozen=True)
@@ -67,11 +80,19 @@ class Rule:
     @property
     def day_stride(self) -> int:
         """Every how many points the day of values keeps one (at most ``DAY_SLOTS`` kept)."""
-        return -(-self.day // DAY_SLOTS) if self.day else 1
+        return day_stride(self.day)
 
     @property
     def day_kept(self) -> int:
         return self.day // self.day_stride if self.day else 0
+
+    def day_capacity(self, slots: int | None = None) -> int:
+        """Values a day of values holds, with one kept every ``day_stride(day, slots)`` points:
+        a day, and the slots of the ``back`` points a fire looks back at beyond it."""
+        if not self.day:
+            return 1
+        stride = day_stride(self.day, slots)
+        return self.day // stride + -(-self.back // stride)
 
 
 @dataclass(frozen=True)
@@ -168,9 +189,7 @@ class Confirmer:
         self.t = 0
         self.recent: list[deque[float]] = [deque(maxlen=rule.window + rule.back) for _ in range(k)]
         self.stamps: deque[int] = deque(maxlen=max(1, rule.back))  # of the last ``back`` points
-        self.day: list[deque[float]] = [
-            deque(maxlen=max(1, rule.day_kept + self._day_back)) for _ in range(k)
-        ]
+        self.day: list[deque[float]] = [deque(maxlen=rule.day_capacity()) for _ in range(k)]
         self.head: list[list[float]] = [[] for _ in range(k)]
         self.level: list[tuple[float, float]] | None = None
         self.event: _Event | None = None
@@ -236,17 +255,30 @@ class Confirmer:
             ):
                 out.append(self._described(event))
         for j, v in enumerate(values):
-            self.recent[j].append(float(v))
+            kept = single(v)  # float32 precision, as saved: a restart changes nothing
+            self.recent[j].append(kept)
             if t % rule.day_stride == 0:
-                self.day[j].append(float(v))
+                self.day[j].append(kept)
         self.stamps.append(stamp)
         self.t += 1
         return out
 
-    @property
-    def _day_back(self) -> int:
-        """Day slots kept beyond a day, for the points a fire looks back at."""
-        return -(-self.rule.back // self.rule.day_stride) if self.rule.day else 0
+    def _thinned(self, old: Sequence[float]) -> list[float]:
+        """A version 1 day of values (one kept every ``day_stride(day, DAY_SLOTS_V1)`` points)
+        as this build keeps it: for each point this stride keeps, the value kept at it or the
+        last one before it (the same value whenever the new stride is a multiple of the old,
+        as at every step of a minute or less)."""
+        if not old or not self.rule.day:
+            return list(old)
+        was, now = day_stride(self.rule.day, DAY_SLOTS_V1), self.rule.day_stride
+        last = (self.t - 1) // was * was  # the point the newest old value was kept at
+        first = last - (len(old) - 1) * was
+        keep = (self.t - 1) // now * now
+        out: list[float] = []
+        while keep >= first and len(out) < self.rule.day_capacity():
+            out.append(old[(keep - first) // was])
+            keep -= now
+        return out[::-1]
 
     def _open(self, t: int, stamp: int, score: float) -> _Event:
         """An event at the fire at ``t``: each metric's baseline is the ``window`` points
@@ -464,8 +496,8 @@ class Confirmer:
         return {
             "version": STATE_VERSION,
             "t": self.t,
-            "recent": [pack(r) for r in self.recent],
-            "day": [pack(d) for d in self.day],
+            "recent": [pack32(r) for r in self.recent],
+            "day": [pack32(d) for d in self.day],
             "head": [pack(h) for h in self.head],
             "level": [list(v) for v in self.level] if self.level else None,
             "event": None if event is None else _event_state(event),
@@ -481,16 +513,18 @@ class Confirmer:
     def from_state(cls, metrics: Sequence[str], rule: Rule, state: Mapping[str, Any]) -> Confirmer:
         from seenbefore.errors import InputError
 
-        if state.get("version") != STATE_VERSION:
+        version = state.get("version")
+        if version not in READS:
             raise InputError(
-                f"confirmation state version {state.get('version')!r}; this build reads "
-                f"version {STATE_VERSION}: start the series afresh"
+                f"confirmation state version {version!r}; this build reads versions "
+                f"{', '.join(map(str, READS))}: start the series afresh"
             )
         c = cls(metrics, rule)
         c.t = int(state["t"])
         for j in range(len(c.metrics)):
-            c.recent[j].extend(unpack(state["recent"][j]))
-            c.day[j].extend(unpack(state["day"][j]))
+            c.recent[j].extend(single(v) for v in unpack(state["recent"][j]))
+            day = [single(v) for v in unpack(state["day"][j])]
+            c.day[j].extend(day if version == STATE_VERSION else c._thinned(day))
             c.head[j] = unpack(state["head"][j])
         level = state["level"]
         c.level = [(float(a), float(b)) for a, b in level] if level else None

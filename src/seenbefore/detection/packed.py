@@ -1,10 +1,12 @@
 """Numbers in a saved detector state, packed: a list of floats as one JSON string.
 
 A live watcher rewrites its state file after every poll, for every series; the long arrays in
-it (the likelihood's history, ARTime's categories) written as JSON numbers cost about 19
-bytes each. Packed, they are their exact little-endian float64 bytes, deflated, in base64: the
-values come back bit for bit (a restarted series still scores as one never stopped) in 2-11
-bytes each, depending on how much the array repeats itself.
+it (ARTime's categories, the confirmation rule's windows) written as JSON numbers cost about 19
+bytes each. Packed, they are their exact little-endian float64 bytes (``f8z:``, :func:`pack`),
+or float32 bytes (``f4z:``, :func:`pack32`) for arrays their owner keeps in float32 precision
+in memory too (:func:`single` rounds a value so): deflated, in base64. Either way the values
+come back bit for bit (a restarted series still scores as one never stopped), in 2-11 bytes
+each (float64) or 2-6 (float32), depending on how much the array repeats itself.
 
 Reading one back is bounded: at most ``max_values`` float64s are ever decompressed (a few
 hundred kilobytes of zlib can otherwise expand to gigabytes), and every value must be finite
@@ -25,6 +27,8 @@ from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
 
 PREFIX = "f8z:"
+PREFIX32 = "f4z:"
+PREFIXES = (PREFIX, PREFIX32)
 MAX_PACKED_VALUES = 1 << 21  # 16 MiB of float64 per array; the longest this program packs is
 # ARTime's probation features (2 x 8 x the trend, about 3,300 values by default) or a day of
 # one-second points (86,400)
@@ -35,15 +39,41 @@ def pack(values: Iterable[float]) -> str:
     return PREFIX + base64.b64encode(zlib.compress(data, 6)).decode("ascii")
 
 
+_F32 = np.finfo(np.float32)
+
+
+def single(value: float) -> float:
+    """``value`` rounded to the nearest float32 when float32 holds its magnitude (zero, or
+    between float32's smallest normal and largest value), else unchanged: a metric at 1e-50 or
+    1e100 (values this program scores) keeps its float64 value rather than becoming 0 or
+    infinite."""
+    size = abs(value)
+    if size == 0.0 or float(_F32.tiny) <= size <= float(_F32.max):
+        return float(np.float32(value))
+    return float(value)
+
+
+def pack32(values: Iterable[float]) -> str:
+    """Like :func:`pack`, in float32 (``f4z:``) when every value is one float32 holds exactly
+    (what :func:`single` returns within float32's range), else in float64: bit for bit either
+    way, half the bytes for the arrays a series keeps rounded."""
+    array = np.asarray(list(values), dtype="<f8")
+    narrow = array.astype("<f4") if np.all(np.abs(array) <= _F32.max) else None
+    if narrow is None or not np.array_equal(narrow.astype("<f8"), array):
+        return pack(array)
+    return PREFIX32 + base64.b64encode(zlib.compress(narrow.tobytes(), 6)).decode("ascii")
+
+
 def unpack(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[float]:
     """The values :func:`pack` packed; InputError for anything else, for more than
     ``max_values`` values (found without decompressing more than that) or a non-finite one."""
-    if not isinstance(text, str) or not text.startswith(PREFIX):
+    if not isinstance(text, str) or not text.startswith(PREFIXES):
         raise InputError(
-            f"a packed array starts with {PREFIX!r}; got {str(text)[:20]!r}: the state file "
-            "is damaged or from another build, start the series afresh"
+            f"a packed array starts with {PREFIX!r} or {PREFIX32!r}; got {str(text)[:20]!r}: "
+            "the state file is damaged or from another build, start the series afresh"
         )
-    limit = 8 * max_values
+    size = 4 if text.startswith(PREFIX32) else 8
+    limit = size * max_values
     try:
         inflate = zlib.decompressobj()
         data = inflate.decompress(base64.b64decode(text[len(PREFIX) :], validate=True), limit)
@@ -55,9 +85,10 @@ def unpack(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[float]:
             f"a packed array holds more than {max_values:,} values, more than this program ever "
             "packs there: the state file is damaged or hostile; start the series afresh"
         )
-    if len(data) % 8:
-        raise InputError(f"a packed array holds {len(data)} bytes, not whole float64s")
-    array = np.frombuffer(data, dtype="<f8")
+    if len(data) % size:
+        kind = "float32" if size == 4 else "float64"
+        raise InputError(f"a packed array holds {len(data)} bytes, not whole {kind}s")
+    array = np.frombuffer(data, dtype="<f4" if size == 4 else "<f8").astype(np.float64)
     bad = ~(np.abs(array) <= MAX_MAGNITUDE)  # NaN compares False
     if bad.any():
         raise InputError(

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from seenbefore.detection.packed import PREFIX
+from seenbefore.detection.packed import PREFIX, PREFIXES
 from seenbefore.errors import InputError
 
 Check = Callable[[Any, str], None]
@@ -79,7 +79,7 @@ def packed(max_chars: int) -> Check:
     """A packed array's text (decoded, with its own bound, where it is read)."""
 
     def check(value: Any, path: str) -> None:
-        if not isinstance(value, str) or not value.startswith(PREFIX) or len(value) > max_chars:
+        if not isinstance(value, str) or not value.startswith(PREFIXES) or len(value) > max_chars:
             refuse(path, value, f"a packed array ({PREFIX}..., at most {max_chars} characters)")
 
     return check

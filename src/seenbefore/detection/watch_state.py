@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from seenbefore.detection import state_schema as s
-from seenbefore.detection.confirm import STATE_VERSION as CONFIRM_VERSION
-from seenbefore.detection.confirm import Confirmer, Rule
+from seenbefore.detection.confirm import DAY_SLOTS, DAY_SLOTS_V1, Confirmer, Rule
+from seenbefore.detection.confirm import READS as CONFIRM_READS
 from seenbefore.detection.online import STATE_VERSION as ONLINE_VERSION
 from seenbefore.detection.online import VALUES_VERSION, OnlineEnsemble, _plain
 from seenbefore.detection.packed import unpack
@@ -179,6 +179,14 @@ def _not_future(path: str, ms: int, limit: int) -> None:
         )
 
 
+def _one_of_values(allowed: tuple[int, ...], what: str) -> s.Check:
+    def check(value: Any, path: str) -> None:
+        if isinstance(value, bool) or value not in allowed:
+            s.refuse(path, value, f"{what} {list(allowed)}")
+
+    return check
+
+
 def _one_of(allowed: frozenset[str], what: str) -> s.Check:
     def check(value: Any, path: str) -> None:
         if not isinstance(value, str) or value not in allowed:
@@ -219,7 +227,7 @@ def _confirmer(k: int) -> s.Check:
     held = _record_list(_NUM, _POSITIVE, _sign, _POSITIVE)
     return s.record(
         {
-            "version": s.equals(CONFIRM_VERSION, f"the confirmation state's {CONFIRM_VERSION}"),
+            "version": _one_of_values(CONFIRM_READS, "a confirmation state version of"),
             "t": _INT,
             "recent": each(_PACKED),
             "day": each(_PACKED),
@@ -260,7 +268,8 @@ def _confirmer_invariants(state: Mapping[str, Any], path: str, rule: Rule, limit
     fresh = Confirmer(["x"], rule)
     bounds = {
         "recent": fresh.recent[0].maxlen or 0,
-        "day": fresh.day[0].maxlen or 0,
+        # version 1 kept one a minute (DAY_SLOTS_V1); from_state thins it
+        "day": rule.day_capacity(DAY_SLOTS if state["version"] > 1 else DAY_SLOTS_V1),
         "head": learning,
     }
     for name, most in bounds.items():

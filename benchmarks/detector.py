@@ -141,9 +141,9 @@ def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
     """Throughput of the NAB ensemble on one series, one core."""
     from seenbefore.detection.detectors import REGISTRY
     from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
-    from seenbefore.detection.nab_io import read_series
-    from seenbefore.detection.nab_scoring import probationary_length
     from seenbefore.detection.online import OnlineEnsemble
+    from seenbefore.lab.nab_io import read_series
+    from seenbefore.lab.nab_scoring import probationary_length
 
     if nab_file is not None:
         x = read_series(nab_file, repair=True).values

@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from seenbefore.detection import nab, nab_scoring
 from seenbefore.detection.detectors import REGISTRY
-from seenbefore.detection.ensemble import StreamingEnsemble, learning_period, median_step
-from seenbefore.detection.nab_io import read_series, read_windows
-from seenbefore.detection.nab_scoring import NabFile, Profile
+from seenbefore.detection.ensemble import StreamingEnsemble, median_step
+from seenbefore.lab import nab, nab_scoring
+from seenbefore.lab.nab import learning_period
+from seenbefore.lab.nab_io import read_series, read_windows
+from seenbefore.lab.nab_scoring import NabFile, Profile
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / "benchmarks/results/cache"

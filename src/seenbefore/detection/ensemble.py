@@ -175,30 +175,3 @@ def median_step(timestamps: Sequence[Any]) -> float | None:
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(timestamps)]
     positive = [g for g in gaps if g > 0]
     return float(np.median(positive)) if positive else None
-
-
-def learning_period(n: int, step_seconds: float | None = None) -> int:
-    """The ensemble's learning (probationary) period for a series of ``n`` points: NAB's 15 %
-    (at most 750), lengthened to one day of points when the step is known and a day is longer
-    (a detector that has learned half a daily cycle reports the other half: on the simulator,
-    NAB's 7.2 h of a 48 h run gave 67-87 false alarms, a day 8-13), never more than half the
-    series (something must be left to score)."""
-    from seenbefore.detection.nab_scoring import probationary_length
-
-    period = probationary_length(n)
-    day = points_per_day(step_seconds)
-    if day is not None and day > period:
-        period = min(day, n // 2)
-    return max(1, period)
-
-
-def nab_stream(**params: Any) -> Callable[[Array, Sequence[Any]], Array]:
-    """A NAB ``ScoreStream``: the ensemble with its learning period for the file (NAB's 15 %
-    of its rows, at most 750, or a day of points if longer; see :func:`learning_period`)."""
-
-    def score(values: Array, timestamps: Sequence[Any]) -> Array:
-        probation = learning_period(len(values), median_step(timestamps))
-        ensemble = StreamingEnsemble(probation=probation, **params)
-        return np.asarray(ensemble.fit(values).scores_, dtype=np.float64)
-
-    return score

@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seenbefore.detection.detector import WindowIsolationForest
-from seenbefore.detection.telemetry import simulate
+from seenbefore.lab.simulator import simulate
 
 REPO = Path(__file__).resolve().parents[1]
 LIVE_LEARNING = 750

@@ -7,8 +7,8 @@ import pytest
 
 from seenbefore.detection.detector import WindowIsolationForest
 from seenbefore.detection.streaming import StreamingParams, stream_scores
-from seenbefore.detection.telemetry import simulate
 from seenbefore.errors import InputError
+from seenbefore.lab.simulator import simulate
 
 
 def series(n: int = 600, seed: int = 0) -> np.ndarray:

@@ -139,9 +139,9 @@ def _state_bytes(row: dict[str, Any]) -> str:
 
 def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
     """Throughput of the NAB ensemble on one series, one core."""
-    from seenbefore.detection.detectors import REGISTRY
     from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
     from seenbefore.detection.online import OnlineEnsemble
+    from seenbefore.lab.members import MEMBERS
     from seenbefore.lab.nab_io import read_series
     from seenbefore.lab.nab_scoring import probationary_length
 
@@ -180,7 +180,7 @@ def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
         "seconds": seconds,
         "points_per_s": n / seconds,
     }
-    for name, cls in REGISTRY.items():
+    for name, cls in MEMBERS.items():
         params = {"probation": probation} if "probation" in cls().get_params() else {}
         started = time.perf_counter()
         cls(**params).fit(x)

@@ -94,9 +94,12 @@ def rest_after_fire(scores: Array, *, fire: float, rest: int, damp: float) -> Ar
 
 
 class StreamingEnsemble(StreamDetector):
-    """Members by name (see ``detectors.REGISTRY``); ``member_params`` maps a name to its
-    keyword parameters; ``probation`` is passed to members that take one and sets the
-    likelihood's learning/estimation split (half each, as NAB's HTM detector does)."""
+    """Members by name (``registry``: the shipped members, ``detectors.REGISTRY``; the lab's
+    ensemble adds the others); ``member_params`` maps a name to its keyword parameters;
+    ``probation`` is passed to members that take one and sets the likelihood's
+    learning/estimation split (half each, as NAB's HTM detector does)."""
+
+    registry: Mapping[str, type[StreamDetector]] = REGISTRY
 
     def __init__(
         self,
@@ -126,11 +129,11 @@ class StreamingEnsemble(StreamDetector):
         self.damp = damp
 
     def _member(self, name: str) -> StreamDetector:
-        if name not in REGISTRY:
+        if name not in self.registry:
             raise InputError(
-                f"unknown ensemble member {name!r}; known: {', '.join(sorted(REGISTRY))}"
+                f"unknown ensemble member {name!r}; known: {', '.join(sorted(self.registry))}"
             )
-        cls = REGISTRY[name]
+        cls = self.registry[name]
         params = dict(member_settings(self.member_params).get(name, {}))
         if "probation" in cls().get_params():
             params.setdefault("probation", self.probation)

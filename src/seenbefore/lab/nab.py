@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seenbefore.detection.ensemble import StreamingEnsemble, median_step, points_per_day
+from seenbefore.detection.ensemble import median_step, points_per_day
 from seenbefore.detection.features import Array
 from seenbefore.errors import InputError
 from seenbefore.lab import nab_scoring
+from seenbefore.lab.members import LabEnsemble
 from seenbefore.lab.nab_io import NabSeries, parse_timestamp, read_series, read_windows
 from seenbefore.lab.nab_scoring import STANDARD_PROFILE, NabFile, Profile
 
@@ -360,12 +361,13 @@ def learning_period(n: int, step_seconds: float | None = None) -> int:
 
 
 def nab_stream(**params: Any) -> Callable[[Array, Sequence[Any]], Array]:
-    """A :data:`ScoreStream`: the ensemble with its learning period for the file (NAB's 15 %
-    of its rows, at most 750, or a day of points if longer; see :func:`learning_period`)."""
+    """A :data:`ScoreStream`: the ensemble (any of the lab's members) with its learning period
+    for the file (NAB's 15 % of its rows, at most 750, or a day of points if longer; see
+    :func:`learning_period`)."""
 
     def score(values: Array, timestamps: Sequence[Any]) -> Array:
         probation = learning_period(len(values), median_step(timestamps))
-        ensemble = StreamingEnsemble(probation=probation, **params)
+        ensemble = LabEnsemble(probation=probation, **params)
         return np.asarray(ensemble.fit(values).scores_, dtype=np.float64)
 
     return score

@@ -41,12 +41,12 @@ from seenbefore.evaluation.anomalies import (
     CAVEAT,
     AnomalyCase,
     cases_from,
-    generate,
     leave_type_out,
     run_anomaly,
     signal_ranking,
 )
 from seenbefore.kb import KnowledgeBase
+from seenbefore.lab.simulator import anomaly_records
 from seenbefore.retrieval.cache import CachingEmbedder
 from seenbefore.retrieval.embedders import load_neural_embedder
 
@@ -61,7 +61,7 @@ def load_records(seeds: int, cache_dir: Path, fresh: bool = False) -> list[dict[
         console.print(f"detected anomalies read from {cache} (--fresh to simulate again)")
         return list(json.loads(cache.read_text()))
     with console.status(f"simulating and detecting {seeds} seeds x 7 scenarios") as status:
-        records = generate(
+        records = anomaly_records(
             range(seeds), progress=lambda d, n: status.update(f"simulated {d}/{n} seeds")
         )
     cache.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from rich.table import Table
 from cli_json import run_cli_json
 from provenance import RESULTS, provenance, write_results
 from seenbefore.detection.pipeline import DetectionParams, detect
-from seenbefore.detection.telemetry import SCENARIOS, simulate
+from seenbefore.lab.simulator import SCENARIOS, simulate
 
 console = Console()
 DETECTORS = ("ensemble", "iforest")

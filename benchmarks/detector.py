@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seenbefore.detection.detector import WindowIsolationForest
-from seenbefore.detection.telemetry import simulate
+from seenbefore.lab.simulator import simulate
 
 REPO = Path(__file__).resolve().parents[1]
 LIVE_LEARNING = 750
@@ -139,11 +139,11 @@ def _state_bytes(row: dict[str, Any]) -> str:
 
 def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
     """Throughput of the NAB ensemble on one series, one core."""
-    from seenbefore.detection.detectors import REGISTRY
     from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble
-    from seenbefore.detection.nab_io import read_series
-    from seenbefore.detection.nab_scoring import probationary_length
     from seenbefore.detection.online import OnlineEnsemble
+    from seenbefore.lab.members import MEMBERS
+    from seenbefore.lab.nab_io import read_series
+    from seenbefore.lab.nab_scoring import probationary_length
 
     if nab_file is not None:
         x = read_series(nab_file, repair=True).values
@@ -180,7 +180,7 @@ def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
         "seconds": seconds,
         "points_per_s": n / seconds,
     }
-    for name, cls in REGISTRY.items():
+    for name, cls in MEMBERS.items():
         params = {"probation": probation} if "probation" in cls().get_params() else {}
         started = time.perf_counter()
         cls(**params).fit(x)

@@ -26,7 +26,8 @@ from typing import Any
 from provenance import RESULTS, provenance, write_results
 from seenbefore.detection import ensemble
 from seenbefore.detection import service_ensemble as ens
-from seenbefore.detection.nab_io import read_series, read_windows
+from seenbefore.lab.nab import learning_period
+from seenbefore.lab.nab_io import read_series, read_windows
 
 
 def one_file(path: Path, key: str, windows: Any, learning: str) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def one_file(path: Path, key: str, windows: Any, learning: str) -> dict[str, Any
     n = len(series.values)
     step = ensemble.median_step(series.timestamps)
     learn, _, warm = learning.partition("/")
-    period = ensemble.learning_period(n, step) if learn == "old" else int(learn)
+    period = learning_period(n, step) if learn == "old" else int(learn)
     run = ens.run_service(
         probation=int(warm) if warm else None,
         service=key,

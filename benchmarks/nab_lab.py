@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from seenbefore.detection import nab, nab_scoring
-from seenbefore.detection.detectors import REGISTRY
-from seenbefore.detection.ensemble import StreamingEnsemble, learning_period, median_step
-from seenbefore.detection.nab_io import read_series, read_windows
-from seenbefore.detection.nab_scoring import NabFile, Profile
+from seenbefore.detection.ensemble import median_step
+from seenbefore.lab import nab, nab_scoring
+from seenbefore.lab.members import MEMBERS, LabEnsemble
+from seenbefore.lab.nab import learning_period
+from seenbefore.lab.nab_io import read_series, read_windows
+from seenbefore.lab.nab_scoring import NabFile, Profile
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / "benchmarks/results/cache"
@@ -56,15 +57,15 @@ def load_corpus(data: Path, labels: Path) -> list[CorpusFile]:
 
 
 def _key(name: str, params: Mapping[str, Any]) -> str:
-    module = inspect.getmodule(REGISTRY[name])  # the module: a member's helpers count too
-    code = hashlib.sha1(inspect.getsource(module or REGISTRY[name]).encode()).hexdigest()
+    module = inspect.getmodule(MEMBERS[name])  # the module: a member's helpers count too
+    code = hashlib.sha1(inspect.getsource(module or MEMBERS[name]).encode()).hexdigest()
     text = json.dumps({"member": name, "code": code, **params}, sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def member_raw(f: CorpusFile, name: str, params: Mapping[str, Any]) -> np.ndarray:
     """A member's raw scores on one file, cached on disk by (member, params, file)."""
-    cls = REGISTRY[name]
+    cls = MEMBERS[name]
     full = dict(params)
     if "probation" in cls().get_params():
         full.setdefault("probation", f.probation)
@@ -81,7 +82,7 @@ def ensemble_scores(f: CorpusFile, config: Mapping[str, Any]) -> np.ndarray:
     """The ensemble's scores on one file, reusing cached member scores."""
     cfg = dict(config)
     member_params = cfg.pop("member_params", {}) or {}
-    ens = StreamingEnsemble(probation=f.probation, member_params=member_params, **cfg)
+    ens = LabEnsemble(probation=f.probation, member_params=member_params, **cfg)
     calibrated = [
         ens.calibrate(name, member_raw(f, name, member_params.get(name, {})), f.values)
         for name in ens.members

@@ -32,7 +32,8 @@ from benchmarks.nab_lab import (
     load_corpus,
     score_scope,
 )
-from seenbefore.detection.detectors import REGISTRY, ARTime
+from seenbefore.detection.detectors import ARTime
+from seenbefore.lab.members import MEMBERS
 
 console = Console()
 SEQUENCE = [
@@ -112,7 +113,7 @@ def side_by_side(
     period, per category (threshold re-optimised per scope, NAB's way) and on all files."""
     member_params = chosen.get("member_params", {})
     rest = chosen["rest_fraction"]
-    setups: dict[str, list[str]] = {name: [name] for name in REGISTRY}
+    setups: dict[str, list[str]] = {name: [name] for name in MEMBERS}
     setups.update(
         {
             "chosen: " + " + ".join(chosen["members"]): list(chosen["members"]),

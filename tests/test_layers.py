@@ -53,8 +53,8 @@ def test_the_import_contract_passes() -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert (
-        "Contracts: 5 kept, 0 broken." in run.stdout
-    )  # layers, acyclic, backends, adapters, one-fit
+        "Contracts: 6 kept, 0 broken." in run.stdout
+    )  # layers, acyclic, backends, adapters, one-fit, no-lab
 
 
 @pytest.mark.parametrize(
@@ -73,6 +73,19 @@ def test_no_module_imports_upward(package: str, forbidden: str) -> None:
             m for m in _imports(path) if m == forbidden or m.startswith(forbidden + ".")
         )
         for path in sorted((SRC / package).rglob("*.py"))
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_no_product_module_imports_the_lab() -> None:
+    """The lab (NAB harness, simulator, unshipped members) is for experiments: only the CLI,
+    whose demo and NAB commands are experiments, and the lab itself import it."""
+    offenders = {
+        str(path.relative_to(SRC)): sorted(
+            m for m in _imports(path) if m == "seenbefore.lab" or m.startswith("seenbefore.lab.")
+        )
+        for path in sorted(SRC.rglob("*.py"))
+        if path.relative_to(SRC).parts[0] not in ("cli", "lab")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

@@ -14,9 +14,10 @@ import numpy as np
 
 from seenbefore.detection import service_ensemble as ens
 from seenbefore.detection.confirm import Rule
-from seenbefore.detection.ensemble import learning_period, median_step, points_per_day
+from seenbefore.detection.ensemble import median_step, points_per_day
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.live_watch import Watcher, WatchSettings
+from seenbefore.lab.nab import learning_period
 
 DAY = 48  # points per day at a 30-minute step: small enough for fast tests
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

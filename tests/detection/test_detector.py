@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from seenbefore.detection.detector import WindowIsolationForest
-from seenbefore.detection.streaming import StreamingParams, stream_scores
-from seenbefore.detection.telemetry import simulate
 from seenbefore.errors import InputError
+from seenbefore.lab.simulator import simulate
+from seenbefore.lab.streaming import StreamingParams, stream_scores
 
 
 def series(n: int = 600, seed: int = 0) -> np.ndarray:

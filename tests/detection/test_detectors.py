@@ -6,16 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seenbefore.detection.detectors import (
-    REGISTRY,
-    DeltaNovelty,
-    RelativeEntropy,
-    SequenceNovelty,
-    SpatialRange,
-    StreamDetector,
-)
+from seenbefore.detection.detectors import REGISTRY, SequenceNovelty, SpatialRange, StreamDetector
 from seenbefore.detection.ensemble import DEFAULT_PARAMS, StreamingEnsemble, rest_after_fire
 from seenbefore.errors import InputError
+from seenbefore.lab.members import MEMBERS, DeltaNovelty, LabEnsemble, RelativeEntropy
 
 SMALL = {  # small settings so every detector has state to carry on a 1200-row series
     "forest": {
@@ -74,22 +68,22 @@ def test_relative_entropy_hand_worked() -> None:
     assert got.tolist() == [0.0] * 12 + [1.0, 0.0]
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(MEMBERS))
 def test_no_look_ahead_for_each_detector(name: str) -> None:
     x = series()
-    full = REGISTRY[name](**SMALL[name]).fit(x).scores_
-    part = REGISTRY[name](**SMALL[name]).fit(x[:650]).scores_
+    full = MEMBERS[name](**SMALL[name]).fit(x).scores_
+    part = MEMBERS[name](**SMALL[name]).fit(x[:650]).scores_
     assert len(full) == 1200 and np.array_equal(full[:650], part)
     assert np.all((full >= 0) & (full <= 1))
 
 
 def test_no_look_ahead_for_the_ensemble() -> None:
     x = series()
-    params = {"probation": 300, "members": tuple(sorted(REGISTRY)), "member_params": SMALL}
-    full = StreamingEnsemble(**params).fit(x)
-    part = StreamingEnsemble(**params).fit(x[:650])
+    params = {"probation": 300, "members": tuple(sorted(MEMBERS)), "member_params": SMALL}
+    full = LabEnsemble(**params).fit(x)
+    part = LabEnsemble(**params).fit(x[:650])
     assert np.array_equal(full.scores_[:650], part.scores_)
-    assert set(full.components_) == set(REGISTRY)
+    assert set(full.components_) == set(MEMBERS)
     assert full.scores_[700:706].max() > 0.5  # the episode is found
 
 
@@ -121,6 +115,17 @@ def test_estimator_contract() -> None:
         StreamingEnsemble(members=("nope",)).fit(np.arange(10.0))
 
 
+def test_the_product_knows_the_shipped_members_and_the_lab_all_of_them() -> None:
+    assert set(REGISTRY) == set(DEFAULT_PARAMS["members"])
+    assert set(REGISTRY) < set(MEMBERS) and all(MEMBERS[n] is REGISTRY[n] for n in REGISTRY)
+    with pytest.raises(InputError, match="unknown ensemble member 'forest'"):
+        StreamingEnsemble(members=("forest",)).fit(np.arange(10.0))
+    shipped = StreamingEnsemble(probation=300, **DEFAULT_PARAMS).fit(series()).scores_
+    assert np.array_equal(
+        LabEnsemble(probation=300, **DEFAULT_PARAMS).fit(series()).scores_, shipped
+    )
+
+
 def test_online_ensemble_matches_the_batch_point_by_point() -> None:
     from seenbefore.detection.online import OnlineEnsemble
 
@@ -131,7 +136,7 @@ def test_online_ensemble_matches_the_batch_point_by_point() -> None:
     got = np.array([online.update(v) for v in x])
     assert np.allclose(got, batch, rtol=0, atol=1e-12)
     three = {"members": ["spatial", "sequence", "delta"], "member_params": {"delta": {"bins": 8}}}
-    batch3 = StreamingEnsemble(probation=300, **three).fit(x).scores_
+    batch3 = LabEnsemble(probation=300, **three).fit(x).scores_
     online3 = OnlineEnsemble(probation=300, **three)
     assert np.allclose([online3.update(v) for v in x], batch3, rtol=0, atol=1e-12)
     with pytest.raises(InputError, match="the online ensemble runs"):

@@ -17,8 +17,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from seenbefore.detection import nab
-from seenbefore.detection.nab_scoring import (
+from seenbefore.errors import InputError
+from seenbefore.lab import nab
+from seenbefore.lab.nab_scoring import (
     NabFile,
     normalise,
     normalised_score,
@@ -30,7 +31,6 @@ from seenbefore.detection.nab_scoring import (
     score_file,
     sweep_thresholds,
 )
-from seenbefore.errors import InputError
 
 N = 100
 STAMPS = list(range(N))

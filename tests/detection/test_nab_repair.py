@@ -12,9 +12,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from seenbefore.detection import nab
-from seenbefore.detection.nab_scoring import PROFILES
 from seenbefore.errors import InputError
+from seenbefore.lab import nab
+from seenbefore.lab.nab_scoring import PROFILES
 
 HEADER = "timestamp,value\n"
 

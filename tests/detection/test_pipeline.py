@@ -10,9 +10,10 @@ from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.pipeline import DetectionParams, detect
 from seenbefore.detection.rules import Rule, evaluate_rules, load_rules
 from seenbefore.detection.signature import render_signature
-from seenbefore.detection.telemetry import SCENARIOS, read_csv, read_prometheus, simulate
+from seenbefore.detection.telemetry import read_csv, read_prometheus
 from seenbefore.detection.triage import Triage, TriagePolicy, severity
 from seenbefore.errors import ConfigError, InputError
+from seenbefore.lab.simulator import SCENARIOS, simulate
 from seenbefore.types import Anomaly, MetricDeviation
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

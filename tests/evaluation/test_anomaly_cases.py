@@ -5,15 +5,16 @@ from pathlib import Path
 import pytest
 
 from seenbefore.config import Settings
-from seenbefore.evaluation.anomalies import cases_from, generate, leave_type_out, run_anomaly
+from seenbefore.evaluation.anomalies import cases_from, leave_type_out, run_anomaly
 from seenbefore.kb import KnowledgeBase
+from seenbefore.lab.simulator import anomaly_records
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_simulated_anomaly_cases_are_labelled_against_the_kb(tmp_path: Path) -> None:
-    records = generate([1])
+    records = anomaly_records([1])
     assert {r["kind"] for r in records} >= {"cpu_saturation", "gpu_fault"}
     with KnowledgeBase(Settings(home=tmp_path / "h", embedder="none")) as kb:
         kb.ingest([REPO / "examples/postmortems"])

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from seenbefore.cli.common import caller_tiers
 from seenbefore.cli.detect_live import MAX_LIVE_POINTS, MAX_SINCE, LiveQuery, _window
 from seenbefore.config import Settings
-from seenbefore.detection.simbounds import MAX_HOURS, simulated_minutes
 from seenbefore.errors import InputError, MappingError, PostmortemInvalid
 from seenbefore.knowledge.jsonl import FieldMapping, record_to_postmortem
+from seenbefore.lab.simbounds import MAX_HOURS, simulated_minutes
 from tests.fuzz.strategies import FUZZ, atoms, json_values
 
 numbers = st.one_of(

@@ -15,11 +15,11 @@ import pytest
 
 from seenbefore.config import Settings
 from seenbefore.detection.pipeline import DetectionParams, detect
-from seenbefore.detection.telemetry import SCENARIOS, simulate
 from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import from_anomaly
 from seenbefore.investigation.reporter import OfflineReporter
 from seenbefore.kb import KnowledgeBase
+from seenbefore.lab.simulator import SCENARIOS, simulate
 
 REPO = Path(__file__).resolve().parents[2]
 ORIGIN = (

@@ -19,9 +19,10 @@ from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
 from seenbefore.detection.service_ensemble import DEFAULT_LEARNING
-from seenbefore.detection.simbounds import MAX_HOURS, MAX_SEED
-from seenbefore.detection.telemetry import SCENARIOS, Telemetry, read_csv, simulate
+from seenbefore.detection.telemetry import Telemetry, read_csv
 from seenbefore.errors import InputError
+from seenbefore.lab.simbounds import MAX_HOURS, MAX_SEED
+from seenbefore.lab.simulator import SCENARIOS, simulate
 from seenbefore.limits import check_range
 from seenbefore.types import SEVERITIES
 

@@ -11,17 +11,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json
-from seenbefore.detection.ensemble import DEFAULT_PARAMS, EVENT_PARAMS, nab_stream
-from seenbefore.detection.nab import (
+from seenbefore.detection.ensemble import DEFAULT_PARAMS, EVENT_PARAMS
+from seenbefore.lab.nab import (
     SCOREBOARD_ALL58,
     NabReport,
     ScopeScore,
     data_files,
+    nab_stream,
     read_windows,
     run_nab,
     score_scopes,
 )
-from seenbefore.detection.nab_scoring import PROFILES
+from seenbefore.lab.nab_scoring import PROFILES
 
 DETECTOR = "seenbefore"
 NOTE = (

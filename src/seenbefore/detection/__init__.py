@@ -1,1 +1,2 @@
-"""Detection: telemetry, the detector, anomaly signatures, rules and triage, NAB."""
+"""Detection: telemetry series and their readers, the detectors, anomaly signatures, rules and
+triage (the NAB harness and the telemetry simulator are in :mod:`seenbefore.lab`)."""

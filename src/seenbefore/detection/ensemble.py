@@ -94,9 +94,12 @@ def rest_after_fire(scores: Array, *, fire: float, rest: int, damp: float) -> Ar
 
 
 class StreamingEnsemble(StreamDetector):
-    """Members by name (see ``detectors.REGISTRY``); ``member_params`` maps a name to its
-    keyword parameters; ``probation`` is passed to members that take one and sets the
-    likelihood's learning/estimation split (half each, as NAB's HTM detector does)."""
+    """Members by name (``registry``: the shipped members, ``detectors.REGISTRY``; the lab's
+    ensemble adds the others); ``member_params`` maps a name to its keyword parameters;
+    ``probation`` is passed to members that take one and sets the likelihood's
+    learning/estimation split (half each, as NAB's HTM detector does)."""
+
+    registry: Mapping[str, type[StreamDetector]] = REGISTRY
 
     def __init__(
         self,
@@ -126,11 +129,11 @@ class StreamingEnsemble(StreamDetector):
         self.damp = damp
 
     def _member(self, name: str) -> StreamDetector:
-        if name not in REGISTRY:
+        if name not in self.registry:
             raise InputError(
-                f"unknown ensemble member {name!r}; known: {', '.join(sorted(REGISTRY))}"
+                f"unknown ensemble member {name!r}; known: {', '.join(sorted(self.registry))}"
             )
-        cls = REGISTRY[name]
+        cls = self.registry[name]
         params = dict(member_settings(self.member_params).get(name, {}))
         if "probation" in cls().get_params():
             params.setdefault("probation", self.probation)
@@ -175,30 +178,3 @@ def median_step(timestamps: Sequence[Any]) -> float | None:
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(timestamps)]
     positive = [g for g in gaps if g > 0]
     return float(np.median(positive)) if positive else None
-
-
-def learning_period(n: int, step_seconds: float | None = None) -> int:
-    """The ensemble's learning (probationary) period for a series of ``n`` points: NAB's 15 %
-    (at most 750), lengthened to one day of points when the step is known and a day is longer
-    (a detector that has learned half a daily cycle reports the other half: on the simulator,
-    NAB's 7.2 h of a 48 h run gave 67-87 false alarms, a day 8-13), never more than half the
-    series (something must be left to score)."""
-    from seenbefore.detection.nab_scoring import probationary_length
-
-    period = probationary_length(n)
-    day = points_per_day(step_seconds)
-    if day is not None and day > period:
-        period = min(day, n // 2)
-    return max(1, period)
-
-
-def nab_stream(**params: Any) -> Callable[[Array, Sequence[Any]], Array]:
-    """A NAB ``ScoreStream``: the ensemble with its learning period for the file (NAB's 15 %
-    of its rows, at most 750, or a day of points if longer; see :func:`learning_period`)."""
-
-    def score(values: Array, timestamps: Sequence[Any]) -> Array:
-        probation = learning_period(len(values), median_step(timestamps))
-        ensemble = StreamingEnsemble(probation=probation, **params)
-        return np.asarray(ensemble.fit(values).scores_, dtype=np.float64)
-
-    return score

@@ -53,7 +53,7 @@ from seenbefore.detection.service_ensemble import (
     WARMUP,
     WINDOW,
 )
-from seenbefore.detection.telemetry import UNITS
+from seenbefore.detection.units import UNITS
 from seenbefore.detection.values import in_range
 from seenbefore.detection.watch_state import (
     MAX_SERIES,

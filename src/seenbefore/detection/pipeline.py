@@ -25,8 +25,9 @@ from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import Array
 from seenbefore.detection.rules import Rule, RuleHit, evaluate_rules, load_rules
 from seenbefore.detection.signature import render_signature
-from seenbefore.detection.telemetry import UNITS, Incident, Telemetry
+from seenbefore.detection.telemetry import Incident, Telemetry
 from seenbefore.detection.triage import Triage, TriageResult
+from seenbefore.detection.units import UNITS
 from seenbefore.detection.values import check_series
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation

@@ -51,7 +51,7 @@ from seenbefore.detection.ensemble import DEFAULT_THRESHOLD, EVENT_PARAMS
 from seenbefore.detection.events import EventPolicy
 from seenbefore.detection.features import Array
 from seenbefore.detection.online import OnlineEnsemble
-from seenbefore.detection.telemetry import UNITS
+from seenbefore.detection.units import UNITS
 from seenbefore.types import Anomaly, MetricDeviation
 
 ENSEMBLE_POLICY = EventPolicy(open_at=DEFAULT_THRESHOLD, sustain=2)

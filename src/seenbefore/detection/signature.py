@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from seenbefore.detection.units import UNITS
 from seenbefore.types import Anomaly, MetricDeviation
 
-PERCENT_METRICS = {
-    "cpu_utilization",
-    "memory_utilization",
-    "disk_io_wait",
-    "error_rate",
-    "gpu_utilization",
-}
+PERCENT_METRICS = frozenset(metric for metric, unit in UNITS.items() if unit == "%")
 KEY_METRICS = ("cpu_utilization", "memory_utilization", "error_rate", "p99_latency")
 
 

@@ -1,10 +1,11 @@
 """Anomaly cases: what the detector actually hands the investigator, labelled by the simulator.
 
-Each case is one anomaly the detector raised over simulated telemetry (``detection.telemetry``)
-that matched an injected incident. Its relevant documents are the visible postmortems of the
-incident's type (``cpu_saturation`` -> ``cpu-saturation``); a kind with no such postmortem is a
-no-precedent case. ``leave_type_out`` turns every case with a precedent into a no-precedent one by
-hiding its type from the index: the negatives a confidence model for anomalies needs.
+Each case is one anomaly the detector raised over simulated telemetry that matched an injected
+incident (the records of :func:`seenbefore.lab.simulator.anomaly_records`). Its relevant documents
+are the visible postmortems of the incident's type (``cpu_saturation`` -> ``cpu-saturation``); a
+kind with no such postmortem is a no-precedent case. ``leave_type_out`` turns every case with a
+precedent into a no-precedent one by hiding its type from the index: the negatives a confidence
+model for anomalies needs.
 
 Caveat, said wherever figures from these cases are printed: the simulator and the sample
 postmortems were written by the same project, so these cases measure the anomaly path end to end
@@ -13,7 +14,7 @@ postmortems were written by the same project, so these cases measure the anomaly
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,37 +41,6 @@ class AnomalyCase:
 
 def incident_type(kind: str) -> str:
     return kind.replace("_", "-")
-
-
-def generate(
-    seeds: Sequence[int],
-    *,
-    hours: float = 48.0,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Simulate every scenario once per seed, detect, and keep each anomaly that matched an
-    injected incident, as JSON-ready records ``{seed, kind, anomaly}``."""
-    from seenbefore.detection.pipeline import DetectionParams, detect
-    from seenbefore.detection.telemetry import SCENARIOS, simulate
-    from seenbefore.types import anomaly_to_dict
-
-    records: list[dict[str, Any]] = []
-    for done, seed in enumerate(seeds, 1):
-        telemetry = simulate(scenarios=list(SCENARIOS), hours=hours, seed=seed, warmup_hours=24.0)
-        report = detect(telemetry, params=DetectionParams(train_minutes=24 * 60, probation=24 * 60))
-        for anomaly in report.triage.kept:
-            matched = report.matches.get(anomaly.id)
-            if matched:
-                records.append(
-                    {
-                        "seed": seed,
-                        "kind": matched.split("@")[0],
-                        "anomaly": anomaly_to_dict(anomaly),
-                    }
-                )
-        if progress:
-            progress(done, len(seeds))
-    return records
 
 
 def cases_from(records: Sequence[Mapping[str, Any]], kb: KnowledgeBase) -> list[AnomalyCase]:

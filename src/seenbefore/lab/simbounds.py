@@ -1,4 +1,4 @@
-"""Bounds on what the telemetry simulator (:func:`telemetry.simulate`) is asked for, checked
+"""Bounds on what the telemetry simulator (:func:`.simulator.simulate`) is asked for, checked
 before a single array is allocated: a careless number is an InputError that names the argument,
 the value and the range, never an IndexError (a warm-up longer than the run), a ValueError (NaN,
 a negative seed), an OverflowError (infinity) or an allocation of hundreds of gigabytes."""

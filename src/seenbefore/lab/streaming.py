@@ -1,4 +1,5 @@
-"""Streaming use of the detector: each point is scored with a model fitted only on the past.
+"""Streaming use of the Isolation Forest (the lab's ``forest`` member,
+:class:`.members.ForestDetector`): each point is scored with a model fitted only on the past.
 
 The model is fitted on the first ``probation`` points (NAB passes its probationary period, 15%
 of the file, as its own detectors receive it), then refitted every ``refit_every`` points on

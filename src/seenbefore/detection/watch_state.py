@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol
@@ -179,17 +179,12 @@ def _not_future(path: str, ms: int, limit: int) -> None:
         )
 
 
-def _one_of_values(allowed: tuple[int, ...], what: str) -> s.Check:
+def _one_of(allowed: Collection[str] | Collection[int], what: str) -> s.Check:
+    """One of ``allowed``: text (a query, a metric's index) or whole numbers (a version); never
+    a boolean, a float or anything else JSON holds."""
+
     def check(value: Any, path: str) -> None:
-        if isinstance(value, bool) or value not in allowed:
-            s.refuse(path, value, f"{what} {list(allowed)}")
-
-    return check
-
-
-def _one_of(allowed: frozenset[str], what: str) -> s.Check:
-    def check(value: Any, path: str) -> None:
-        if not isinstance(value, str) or value not in allowed:
+        if isinstance(value, bool) or not isinstance(value, str | int) or value not in allowed:
             s.refuse(path, value, f"{what} {sorted(allowed)}")
 
     return check
@@ -227,7 +222,7 @@ def _confirmer(k: int) -> s.Check:
     held = _record_list(_NUM, _POSITIVE, _sign, _POSITIVE)
     return s.record(
         {
-            "version": _one_of_values(CONFIRM_READS, "a confirmation state version of"),
+            "version": _one_of(CONFIRM_READS, "a confirmation state version of"),
             "t": _INT,
             "recent": each(_PACKED),
             "day": each(_PACKED),

@@ -2,9 +2,17 @@
 organisation meets its own incidents: each incident is searched against only those that came
 before it, and its precedents are the earlier ones an on-call engineer would want to read.
 
-* AWS events (``aws-replay``): an event's precedents are the events first posted within an hour
-  of it (the same outage under another service) and those of the same service and summary (a
-  recurrence); in the replay only the ones posted before it count.
+* AWS events (``aws-replay``): an event's precedents, by the one definition of a precedent, are
+  the events first posted within an hour of it (the same outage under another service); those of
+  the same service, its region in brackets aside, whose summary names the same failure (the same
+  words once case, plurals, "elevated"/"increased" and region codes are set aside: a recurrence,
+  in any region); and the pairs a reader judged to be precedents (``JUDGMENTS``: the top result
+  of the default, sparse and dense modes for every replayed query that the rule above left
+  unlabelled, 1,439 pairs, each judged from the two events' texts alone -- never from a
+  system's verdict -- as the same incident, a recurrence, the same failure mode elsewhere, or
+  none, with the reason). In the replay only the ones posted before it count. A pair no one
+  judged and the rule does not join is not a precedent: a top result the pool did not meet
+  counts as wrong, so the figures err toward "no precedent in KB".
 * The sample KB (``sample-replay``): examples/postmortems copied with the ``type:`` line taken
   out of every front matter (the types are kept aside as labels, so neither the ranking, the
   ``type_consensus`` signal nor the KB's self-calibration can read them). Each dated postmortem P
@@ -19,8 +27,9 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,23 +44,75 @@ _TYPE_LINE = re.compile(r"^type:")
 
 
 # -- AWS events ---------------------------------------------------------------------------------
-def _title(e: dict[str, Any]) -> tuple[str, str]:
-    return e["service_name"], e["summary"].strip().lower()
+JUDGMENTS = Path(__file__).resolve().parent / "data" / "aws_replay_judgments.jsonl"
+_REGION_NAME = re.compile(r"\s*\([^()]*\)\s*$")  # "Amazon EC2 (N. Virginia)" -> "Amazon EC2"
+_REGION_CODE = re.compile(r"\b[a-z]{2}(?:-gov)?-[a-z]+-\d\b")
+_SAME_WORD = {
+    "elevated": "increased",
+    "higher": "increased",
+    "latencies": "latency",
+    "delayed": "delay",
+}
+_FILLER = frozenset({"a", "and", "for", "in", "of", "on", "some", "the", "to", "with", "region"})
 
 
-def aws_precedents(events: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
+def _service(e: dict[str, Any]) -> str:
+    return _REGION_NAME.sub("", e["service_name"]).strip().lower()
+
+
+def _failure(e: dict[str, Any]) -> frozenset[str]:
+    """The words of an event's summary that say what failed."""
+    words = re.findall(r"[a-z0-9@]+", _REGION_CODE.sub(" ", e["summary"].lower()))
+    out = set()
+    for w in words:
+        w = _SAME_WORD.get(w, w)
+        if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+            w = w[:-1]  # rates -> rate, errors -> error, issues -> issue
+        if w not in _FILLER:
+            out.add(w)
+    return frozenset(out)
+
+
+def load_judgments(path: Path = JUDGMENTS) -> dict[frozenset[str], bool]:
+    """Each judged pair of event ids (either order) and whether it is a precedent."""
+    out: dict[frozenset[str], bool] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            row = json.loads(line)
+            if not isinstance(row.get("precedent"), bool):
+                raise ValueError(f"{path}:{n}: 'precedent' must be true or false, not {row!r}")
+            out[frozenset((row["alert"], row["earlier"]))] = row["precedent"]
+    return out
+
+
+def aws_precedents(
+    events: Sequence[dict[str, Any]], judged: Mapping[frozenset[str], bool] | None = None
+) -> dict[str, set[str]]:
     """Each event's precedents among ``events``: itself, events first posted within an hour of
-    it, events of the same service and summary."""
+    it, events of the same service (any region) whose summary names the same failure, and the
+    pairs ``judged`` precedents (default: :data:`JUDGMENTS`; {} for none)."""
+    judged = load_judgments() if judged is None else judged
     by_time = sorted(events, key=lambda e: int(e["date"]))
     times = [int(e["date"]) for e in by_time]
-    by_title: dict[tuple[str, str], set[str]] = {}
+    by_failure: dict[tuple[str, frozenset[str]], set[str]] = {}
     for e in events:
-        by_title.setdefault(_title(e), set()).add(e["id"])
+        by_failure.setdefault((_service(e), _failure(e)), set()).add(e["id"])
+    ids = {e["id"] for e in events}
+    linked: dict[str, set[str]] = {}
+    for pair, yes in judged.items():
+        if yes and pair <= ids:
+            a, b = sorted(pair)
+            linked.setdefault(a, set()).add(b)
+            linked.setdefault(b, set()).add(a)
     out: dict[str, set[str]] = {}
     for e in events:
         t = int(e["date"])
         lo, hi = bisect.bisect_left(times, t - HOUR), bisect.bisect_right(times, t + HOUR)
-        out[e["id"]] = {e["id"], *(o["id"] for o in by_time[lo:hi])} | by_title[_title(e)]
+        out[e["id"]] = (
+            {e["id"], *(o["id"] for o in by_time[lo:hi])}
+            | by_failure[(_service(e), _failure(e))]
+            | linked.get(e["id"], set())
+        )
     return out
 
 
@@ -66,12 +127,14 @@ def aws_text(e: dict[str, Any], style: str) -> str:
 
 
 def aws_replay_queries(
-    events: Sequence[dict[str, Any]], styles: Iterable[str] = AWS_STYLES
+    events: Sequence[dict[str, Any]],
+    styles: Iterable[str] = AWS_STYLES,
+    judged: Mapping[frozenset[str], bool] | None = None,
 ) -> list[Query]:
     """Each event against the events first posted before it (itself and later ones excluded:
     the KB holds every event and AWS dates are to the second, finer than the date filter)."""
     ordered = sorted(events, key=lambda e: (int(e["date"]), e["id"]))
-    rule = aws_precedents(events)
+    rule = aws_precedents(events, judged)
     everyone = {o["id"] for o in ordered}
     out = []
     for i, e in enumerate(ordered):

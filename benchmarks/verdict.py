@@ -251,7 +251,9 @@ def probe(kb: KnowledgeBase, text: str, labels: dict[str, str]) -> dict[str, Any
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--cache", type=Path, default=RESULTS / "cache")
+    # the embedding cache, a SQLite file in the results' cache folder (which other benchmarks
+    # use too: a file in its place broke them)
+    parser.add_argument("--cache", type=Path, default=RESULTS / "cache" / "embeddings.sqlite")
     parser.add_argument("--no-dense", action="store_true", help="sparse KBs only (fast)")
     parser.add_argument(
         "--quick",
@@ -265,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--markdown", type=Path, help="write the docs' verdict-state table here (Markdown)"
     )
     args = parser.parse_args(argv)
+    args.cache.parent.mkdir(parents=True, exist_ok=True)
     if not args.shared.is_dir():
         console.print(f"no shared data at {args.shared}; pass --shared", style="yellow")
         return 2

@@ -92,28 +92,44 @@ def test_sample_replay_precedents_are_earlier_same_type_or_linked(
     assert texts["summary:INC-C"] == "INC-C summary. See INC-S."
 
 
-def test_aws_replay_counts_earlier_events_within_the_hour_or_same_title(
+def test_aws_replay_counts_the_same_outage_a_recurrence_and_judged_pairs(
     bench: dict[str, ModuleType],
 ) -> None:
     def event(eid: str, t: int, service: str, summary: str) -> dict[str, Any]:
         return {"id": eid, "date": str(t), "service_name": service, "summary": summary,
                 "updates": [{"text": f"{eid} first"}, {"text": f"{eid} last"}]}  # fmt: skip
 
+    day = 86_400
     events = [
-        event("e1", 0, "Amazon EC2", "Increased API Error Rates"),
+        event("e1", 0, "Amazon EC2 (Oregon)", "Increased API Error Rates"),
         event("e2", 1800, "Amazon S3", "Elevated errors"),  # within the hour of e1
-        event("e3", 90_000, "Amazon EC2", "increased api error rates "),  # e1's title again
-        event("e4", 200_000, "AWS Lambda", "Delays"),  # alone
+        # e1's failure again in another region: a recurrence
+        event("e3", 2 * day, "Amazon EC2 (London)", "elevated api error rate in eu-west-2"),
+        event("e4", 3 * day, "AWS Lambda", "Delays"),  # alone
+        event("e5", 4 * day, "Amazon EC2 (Oregon)", "Instance connectivity"),  # another failure
+        event("e6", 5 * day, "Amazon ECS", "Task launch delays"),  # judged: e4 is a precedent
+        event("e7", 6 * day, "AWS Lambda", "Invoke delays"),  # judged: e4 is not
     ]
-    queries = bench["replays"].aws_replay_queries(events)
+    judged = {frozenset(("e6", "e4")): True, frozenset(("e7", "e4")): False}
+    queries = bench["replays"].aws_replay_queries(events, judged=judged)
     got = {q.id: (sorted(q.precedents), q.exclude) for q in queries}
-    assert got["first-update:e1"] == ([], ("e1", "e2", "e3", "e4"))
-    assert got["alert-line:e2"] == (["e1"], ("e2", "e3", "e4"))
-    assert got["first-update:e3"] == (["e1"], ("e3", "e4"))  # e2 is earlier but unrelated
-    assert got["alert-line:e4"] == ([], ("e4",))
+    assert got["first-update:e1"] == ([], ("e1", "e2", "e3", "e4", "e5", "e6", "e7"))
+    assert got["alert-line:e2"] == (["e1"], ("e2", "e3", "e4", "e5", "e6", "e7"))
+    assert got["first-update:e3"] == (["e1"], ("e3", "e4", "e5", "e6", "e7"))  # not e2
+    assert got["alert-line:e4"] == ([], ("e4", "e5", "e6", "e7"))
+    assert got["alert-line:e5"] == ([], ("e5", "e6", "e7"))  # same service, other failure
+    assert got["alert-line:e6"] == (["e4"], ("e6", "e7"))
+    assert got["alert-line:e7"] == ([], ("e7",))
     texts = {q.id: q.text for q in queries}
-    assert texts["alert-line:e1"] == "Amazon EC2: Increased API Error Rates"
+    assert texts["alert-line:e1"] == "Amazon EC2 (Oregon): Increased API Error Rates"
     assert texts["first-update:e3"] == "e3 first"
+
+
+def test_the_committed_judgments_load_and_name_real_events(bench: dict[str, ModuleType]) -> None:
+    judged = bench["replays"].load_judgments()
+    assert len(judged) == 1439
+    assert 0 < sum(judged.values()) < len(judged)
+    assert all(len(pair) == 2 and all(i.startswith("aws-") for i in pair) for pair in judged)
 
 
 def _outcome(cells: ModuleType, qid: str, precedents: set[str], top: str, said: str) -> Any:

@@ -151,17 +151,27 @@ class QueryWeights:
     """Each query term's weight in the sparse query (terms not listed weigh 1), the words
     weighed down and why, the identity words kept at full weight because the query held
     nothing else, and the text the dense retriever embeds. ``alert``: what made the text
-    alert-style (its metric names, its ``(cloud/region)``); empty for prose, whose words all
-    weigh 1."""
+    alert-style (its metric names, its ``(cloud/region)``, a pager line's service head); empty
+    for prose, whose words all weigh 1."""
 
     alert: tuple[str, ...] = ()
     weights: dict[str, float] = field(default_factory=dict)
     downweighted: tuple[Downweighted, ...] = ()
     kept: tuple[Downweighted, ...] = ()
     dense_text: str = ""
+    # whether the sparse ranking reads ``weights`` too (the coverage signals always do): not for
+    # a pager line, whose service picks which document is nearest (a recurrence on the same
+    # service reads better than the same symptom elsewhere) while the evidence alone decides
+    # whether it is a precedent
+    ranked: bool = True
 
     def of(self, term: str) -> float:
         return self.weights.get(term, 1.0)
+
+    @property
+    def ranking(self) -> dict[str, float]:
+        """The weights the sparse ranking reads."""
+        return self.weights if self.ranked else {}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -169,6 +179,7 @@ class QueryWeights:
             "downweighted": {d.term: {"weight": d.weight, "why": d.why} for d in self.downweighted},
             "kept_at_full_weight": {d.term: d.why for d in self.kept},
             "dense_text": self.dense_text,
+            "ranking_reads_weights": self.ranked,
         }
 
 

@@ -32,7 +32,8 @@ def test_alert_is_the_service_and_a_few_detection_words() -> None:
     query = styles.style_query(PM, "alert", [], random.Random(1))
     assert query is not None
     words = query.split()
-    assert words[0] == "checkout-api" and 3 <= len(words) - 1 <= 8
+    # a pager line: the service, a colon, what is wrong (retrieval/identity.pager_line)
+    assert words[0] == "checkout-api:" and 3 <= len(words) - 1 <= 8
     assert set(words[1:]) <= DETECTION
 
 

@@ -111,6 +111,29 @@ def test_a_service_only_hidden_documents_list_is_not_recognised() -> None:
     }
 
 
+def test_a_pager_line_headed_by_a_known_service_is_alert_style() -> None:
+    aws = ServiceNames(["amazon-elastic-compute-cloud-n-virginia", "amazon-cloudwatch-oregon"])
+    # the head is a known name, or the start of one, with its place in brackets
+    weights = query_weights("Amazon Elastic Compute Cloud (London): Increased API Error Rates", aws)
+    assert weights.alert == ("Amazon Elastic Compute Cloud (London)",)
+    assert weights.weights == dict.fromkeys(["amazon", "elastic", "compute", "cloud", "london"], W)
+    # its service still ranks (a recurrence on the same service first); the coverage the
+    # verdict reads weighs it down
+    assert weights.ranking == {} and not weights.ranked
+    metric = query_weights(POOL_QUERY, SERVICES)
+    assert metric.ranked and metric.ranking == metric.weights != {}
+    assert query_weights("payments-api: p99 above 2 s", SERVICES).weights == {
+        "payments": W,
+        "api": W,
+        "2": W,  # "2 s": a measured value
+        "s": W,
+    }
+    # a colon after anything else is prose; so is a known service named after the colon
+    assert query_weights("Note: the pool is exhausted", SERVICES).alert == ()
+    assert query_weights("Update: payments-api pool exhausted", SERVICES).alert == ()
+    assert query_weights("Amazon Route 53: DNS resolution failures", aws).alert == ()
+
+
 def test_bare_numbers_and_constants_are_left_alone() -> None:
     weights = query_weights("checkout-api: error_rate up, HTTP 503, errno 110", SERVICES)
     assert weights.alert == ("error_rate",)

@@ -7,8 +7,8 @@ these styles (fixed a priori, never tuned on a dev set), each drawn from the tex
 could know at the time -- the opening section (detection, summary or timeline), never the root
 cause or resolution unless the document has nothing else:
 
-* ``alert``: a pager line, 3-8 content words of the opening after the first service name
-  ("checkout-api p99 latency 503s pool limit");
+* ``alert``: a pager line, the first service name, a colon and 3-8 content words of the opening
+  ("checkout-api: p99 latency 503s pool limit");
 * ``update``: a vague status update, a template around 2-5 consecutive content words of the
   opening and the service ("We are investigating elevated error rates affecting checkout-api.");
 * ``opening``: the opening's first 6-40 words, with 30 % of them replaced by words drawn from the
@@ -123,7 +123,7 @@ def style_query(
             return None
         start = rng.randint(0, max(0, len(words) - 3))
         picked = words[start : start + rng.randint(3, 8)]
-        return " ".join([service, *picked] if service else picked)
+        return f"{service}: {' '.join(picked)}" if service else " ".join(picked)
     if style == "update":
         if len(words) < 2:
             return None

@@ -129,7 +129,8 @@ def describe_weights(weights: QueryWeights, query: str) -> list[str]:
     if not weights.alert:
         return [
             f"{head} prose, every word weighs 1 (service, cloud and region words are weighed "
-            "down only in alert-style text: a metric name or a (cloud/region))"
+            "down only in alert-style text: a metric name, a (cloud/region), or a pager line "
+            "headed by a known service and a colon)"
         ]
     style = f"alert-style ({escape(', '.join(weights.alert))})"
     if weights.downweighted:

@@ -216,7 +216,7 @@ class HybridRetriever:
     def _rank_sparse(self, query: ParsedQuery, options: SearchOptions) -> Ranked:
         """BM25 by best chunk, or by whole document (or both fused), per ``sparse_unit``."""
         scores = self.index.bm25.scores(
-            query.terms, self.index.chunk_mask(query.doc_mask), query.weights.weights
+            query.terms, self.index.chunk_mask(query.doc_mask), query.weights.ranking
         )
         best = rank(self.index, scores, query.doc_mask, options.depth, floor=0.0)
         if options.sparse_unit == "chunk" or self.index.doc_bm25 is None:

@@ -5,8 +5,9 @@ db_connections_in_use at 100% of pool, p99 latency 8x baseline``. A precedent is
 failure -- on this service or elsewhere -- so the words that only say where (a service name the
 knowledge base knows, a cloud, a region or zone, an environment, the alerting system's own
 words) or how much (a measured value: 12%, 8x, 2400 ms) must not outweigh the evidence. In
-alert-style text (a metric name, or a ``(cloud/region)``) they are recognised and weighed down
-(``IDENTITY_WEIGHT``) in the sparse query and in the coverage signals that read it; prose (a
+alert-style text (a metric name, a ``(cloud/region)``, or a pager line headed by a service the
+knowledge base knows: ``Amazon CloudWatch (Ireland): Delayed metrics``) they are recognised and
+weighed down (``IDENTITY_WEIGHT``) in the sparse query and in the coverage signals that read it; prose (a
 status update, a report) names its service and region as part of what happened and keeps every
 weight. The dense retriever embeds the text with its metric names split into words
 (``db_connections_in_use`` -> ``db connections in use``), as the keyword tokenizer splits them;
@@ -94,6 +95,14 @@ class ServiceNames:
     def __bool__(self) -> bool:
         return bool(self._by_first)
 
+    def names_start(self, words: list[str], visible: Callable[[str], bool]) -> bool:
+        """Whether ``words`` are a (visible) known service name or the start of one."""
+        n = len(words)
+        return any(
+            span[:n] == tuple(words) and visible(name)
+            for span, name in self._by_first.get(words[0], ())
+        )
+
     def find(self, words: list[str]) -> list[tuple[int, int, str]]:
         """(first word, past the last word, name) of each service name among ``words``, the
         longest at each position, never overlapping."""
@@ -111,7 +120,10 @@ class ServiceNames:
 
 
 def identity_marks(
-    text: str, services: ServiceNames | None, visible: Callable[[str], bool] = lambda _: True
+    text: str,
+    services: ServiceNames | None,
+    visible: Callable[[str], bool] = lambda _: True,
+    head: str = "",
 ) -> tuple[list[str], list[str | None]]:
     """The query's words (retrieval/tokenize.tokenize) and beside each the reason it is an
     identity word (None: evidence). ``visible``: whether a service name may count (a name only
@@ -146,6 +158,10 @@ def identity_marks(
             if visible(name):
                 for i in range(first, past):
                     why[i] = why[i] or f"service {name}"
+    if head:  # a pager line's head says where, bracketed place and all
+        end = lower.index(head.lower()) + len(head)
+        for i in range(bisect.bisect_left(starts, end)):
+            why[i] = why[i] or f"service {head}"
     return words, why
 
 
@@ -159,10 +175,12 @@ def query_weights(
     """The weights of ``text``'s query terms (retrieval/tokenize.query_terms): in alert-style
     text, ``weight`` for an identity word and 1 for the rest; all 1 in prose, when the query
     holds nothing but identity words, or when ``weight`` is 1."""
-    alert = alert_style(text)
+    pager = pager_line(text, services, visible)
+    metric = alert_style(text)
+    alert = metric or pager
     if not alert:
         return QueryWeights(dense_text=metric_words(text))
-    words, why = identity_marks(text, services, visible)
+    words, why = identity_marks(text, services, visible, pager[0] if pager else "")
     terms = query_terms(text)
     reasons: dict[str, str] = {}
     evidence: set[str] = set()
@@ -184,6 +202,7 @@ def query_weights(
         weights={d.term: weight for d in marked},
         downweighted=tuple(marked),
         dense_text=metric_words(text),
+        ranked=bool(metric),  # a pager line's service still ranks (QueryWeights.ranked)
     )
 
 
@@ -193,6 +212,25 @@ def alert_style(text: str) -> tuple[str, ...]:
     found = [m.group() for m in METRIC_NAME.finditer(text)]
     found += [m.group() for m in PLACE.finditer(text)]
     return tuple(dict.fromkeys(found))
+
+
+# A pager line names its service first, then what is wrong: ``Amazon CloudWatch (Ireland): Delayed
+# metrics``, ``checkout-api: p99 above 2 s``. Its head is the text before the first colon.
+_HEAD = re.compile(r"^\s*([^:\n]{1,120}?)\s*:\s+\S")
+
+
+def pager_line(
+    text: str, services: ServiceNames | None, visible: Callable[[str], bool] = lambda _: True
+) -> tuple[str, ...]:
+    """``(head,)`` when ``text`` is a pager line whose head (before its first colon, a place in
+    brackets aside) is a service name the knowledge base knows, or the start of one (``Amazon
+    CloudWatch`` of ``amazon-cloudwatch-n-virginia``); () otherwise."""
+    m = _HEAD.match(text)
+    if m is None or not services:
+        return ()
+    head = m.group(1)
+    words = [w.group() for w in _WORD.finditer(re.sub(r"\([^()]*\)", " ", head).lower())]
+    return (head,) if words and services.names_start(words, visible) else ()
 
 
 def pair_weights(

@@ -50,6 +50,11 @@ class ParsedQuery:
     def dense_text(self) -> str:
         return self.weights.dense_text or self.text
 
+    @property
+    def rank_pair_weights(self) -> Mapping[str, float]:
+        """The word pairs' weights the ranking reads (the coverage signals read pair_weights)."""
+        return self.pair_weights if self.weights.ranked else {}
+
 
 @dataclass(frozen=True)
 class Rankings:
@@ -87,9 +92,11 @@ def rank_documents(
     chunk scores kept for the passage."""
     assert index.doc_bm25 is not None
     mask = query.doc_mask
-    per_doc = index.doc_bm25.scores(query.terms, mask, query.weights.weights)
+    per_doc = index.doc_bm25.scores(query.terms, mask, query.weights.ranking)
     if index.doc_phrases is not None and query.pairs and PHRASE_WEIGHT:
-        per_doc += PHRASE_WEIGHT * index.doc_phrases.scores(query.pairs, mask, query.pair_weights)
+        per_doc += PHRASE_WEIGHT * index.doc_phrases.scores(
+            query.pairs, mask, query.rank_pair_weights
+        )
     if PASSAGE_WEIGHT:  # passage-level evidence beside the document's (Callan 1994)
         per_doc += PASSAGE_WEIGHT * index.best_per_doc(chunk_scores, 0.0)
     order = _top(index, per_doc, np.flatnonzero(mask & (per_doc > 0)), depth)

@@ -133,6 +133,9 @@ class ModelFit:
     hi: float
     held_out: Any
     live: str
+    # the shape of query (core/confidence.SHAPES) whose own thresholds lo and hi are; None:
+    # the model's overall pair (it holds none for this query's shape)
+    shape: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,11 @@ class QueryWeights:
     def ranking(self) -> dict[str, float]:
         """The weights the sparse ranking reads."""
         return self.weights if self.ranked else {}
+
+    @property
+    def shape(self) -> str:
+        """The query's shape for the verdict's thresholds (core/confidence.SHAPES)."""
+        return "alert" if self.alert else "prose"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -249,6 +257,7 @@ class SearchResult:
             out["confidence_model_fit"] = {
                 "lo": fit.lo,
                 "hi": fit.hi,
+                "thresholds_for": fit.shape or "every query",
                 "held_out": fit.held_out,
                 "live": fit.live,
             }

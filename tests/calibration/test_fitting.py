@@ -91,3 +91,53 @@ def test_lo_also_spares_recurrence_shaped_cases() -> None:
     model = ConfidenceModel(IDENTITY.weights, 0.0, lo=lo, hi=0.9)
     held = fitting.figures(model, [*present, *again])["all"]
     assert held["false_no_precedent_when_recurrence_first"] == 0.05  # the lowest one of 20
+
+
+def test_each_shape_of_query_gets_the_thresholds_its_own_cases_set() -> None:
+    # pager lines score high whether right or wrong; prose lower: one pair cannot serve both
+    alerts = _p_rows([0.60 + 0.01 * i for i in range(20)], True, "alert")  # 0.60 .. 0.79
+    alerts_wrong = _p_rows([0.40 + 0.01 * i for i in range(20)], False, "alert")  # .. 0.59
+    prose = _p_rows([0.30 + 0.01 * i for i in range(20)], True, "update")  # 0.30 .. 0.49
+    prose_wrong = _p_rows([0.05 + 0.01 * i for i in range(20)], False, "opening")  # .. 0.24
+    off = _p_rows([0.05, 0.2], False, "off-domain")
+    rows = [*alerts, *alerts_wrong, *prose, *prose_wrong, *off]
+    points, rules = fitting.shape_points(IDENTITY, rows)
+    assert set(points) == {"alert", "prose"}
+    # each shape's pair is what operating_point gives on its own styles (and off-domain)
+    alone = fitting.operating_point(IDENTITY, [*alerts, *alerts_wrong, *off])
+    assert points["alert"] == alone[:2] and rules["alert"] == alone[2]
+    # alert: lo from its right cases (0.61 less a hair) meets hi (just above 95 % of its wrong
+    # ones, 0.58), so lo sits just under hi; prose: lo 0.31 less a hair, hi at its floor 0.5
+    assert points["alert"] == (pytest.approx(0.57), pytest.approx(0.5801))
+    assert points["prose"] == (pytest.approx(0.3099), pytest.approx(0.5))
+    model = ConfidenceModel(IDENTITY.weights, 0.0, shapes=points)
+    # the same p: "no precedent" as a pager line, "possible" as prose
+    assert model.for_shape("alert").verdict(0.45) == NONE
+    assert model.for_shape("prose").verdict(0.45) == POSSIBLE
+    assert model.verdict(0.45) == POSSIBLE  # the overall pair (defaults 0.2 / 0.6)
+    # held-out figures read each row by its own shape's thresholds
+    held = fitting.figures(model, rows)
+    assert held["alert"]["false_no_precedent_when_first"] == 0.0  # all at 0.60 and above
+    assert held["alert"]["found_when_wrong"] == 0.05  # 0.59 alone reaches 0.5801
+    assert held["update"]["false_no_precedent_when_first"] == 0.05  # 0.30 alone
+    made = fitting.fit(rows, rows, source="test")
+    assert set(made.model.shapes) == {"alert", "prose"}
+    assert made.model.metrics["rules_by_shape"]["alert"].startswith("lo ")
+    # a round trip keeps them; a model without them serves every shape with lo and hi
+    assert ConfidenceModel.from_dict(made.model.as_dict()).shapes == made.model.shapes
+    assert IDENTITY.for_shape("alert") is IDENTITY
+
+
+def test_a_shape_short_of_cases_keeps_the_overall_thresholds() -> None:
+    rows = _p_rows([0.6] * 20, True, "update") + _p_rows([0.2] * 20, False, "opening")
+    rows += _p_rows([0.7] * 3, True, "alert") + _p_rows([0.1] * 3, False, "alert")
+    points, rules = fitting.shape_points(IDENTITY, rows)
+    assert set(points) == {"prose"}
+    assert rules["alert"].startswith("overall thresholds: 3 cases")
+
+
+def test_thresholds_for_an_unknown_shape_or_out_of_order_are_refused() -> None:
+    with pytest.raises(ValueError, match="the shapes are alert, prose"):
+        ConfidenceModel(IDENTITY.weights, 0.0, shapes={"pager": (0.1, 0.5)})
+    with pytest.raises(ValueError, match="alert thresholds must satisfy"):
+        ConfidenceModel(IDENTITY.weights, 0.0, shapes={"alert": (0.6, 0.5)})

@@ -261,3 +261,23 @@ def test_paths_and_addresses_are_not_metric_names() -> None:
     assert alert_style("db_connections_in_use.") == ("db_connections_in_use",)
     assert alert_style("see https://example.com/you_broke_reddit for the story") == ()
     assert alert_style("resolving host_name.example.com failed") == ()
+
+
+def test_the_verdict_uses_the_thresholds_of_the_querys_shape(sample_kb: KnowledgeBase) -> None:
+    filters = SearchFilters(tiers=("general",))
+    options = SearchOptions(k=5, mode="sparse")
+    model = sample_kb.confidence_model("sparse")
+    assert model is not None and set(model.shapes) == {"alert", "prose"}  # self-calibrated
+    for text, shape in (
+        (POOL_QUERY, "alert"),
+        ("payments-api: connection pool exhausted, requests queueing", "alert"),
+        ("We are investigating elevated latency on payments and a full connection pool", "prose"),
+    ):
+        result = sample_kb.search(text, filters, options)
+        fit = result.confidence_model_fit
+        assert fit is not None and fit.shape == shape, text
+        assert (fit.lo, fit.hi) == model.shapes[shape]
+        assert result.verdict == model.for_shape(shape).verdict(result.confidence, None) or (
+            result.verdict == "possible precedent — check"  # "found" needs 2 shared words
+        )
+        assert result.explain()["confidence_model_fit"]["thresholds_for"] == shape

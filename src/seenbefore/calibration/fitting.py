@@ -15,7 +15,10 @@ CASES``) and reviewers' decisions (review/labels.py).
    of the *recurrence-shaped* ones among them (the source document left out, a known precedent
    of it ranked first): "no precedent" needs evidence of absence; ``hi`` the smallest, at
    least 0.5, that at most ``FALSE_FOUND`` of the queries whose top result is not a precedent
-   reach, and no off-domain query at all. Every style weighs the same in both.
+   reach, and no off-domain query at all. Every style weighs the same in both. The same is done
+   again per shape of query (:func:`shape_points`: the pager-line ``alert`` style against the
+   prose ones, off-domain cases in both), since the same ``p`` does not mean the same in both;
+   a shape short of cases keeps the overall pair.
 4. **Held-out figures** per style on that half (:func:`figures`), and the **precedence rule**
    (:func:`beats`): a new fit replaces the live model only when its style-balanced log-loss on
    the held-out half is lower than the live model's on the same cases.
@@ -37,6 +40,7 @@ from seenbefore.calibration.logistic import fit_logistic_nonnegative
 from seenbefore.core.confidence import (
     FOUND,
     NONE,
+    SHAPES,
     ConfidenceModel,
     auroc,
     expected_calibration_error,
@@ -70,6 +74,16 @@ FALSE_FOUND = 0.05  # the most queries without a precedent first that may be tol
 MIN_STYLE = 10  # cases of a kind a style needs before it sets a threshold
 L2 = 0.01
 OFF_DOMAIN = "off-domain"
+# the shape of query each self-made style is (core/confidence.SHAPES); off-domain lines are
+# sentences. Other styles (labelled cases, people's labels) say nothing of their shape and
+# count only toward the overall thresholds.
+STYLE_SHAPES: Mapping[str, str] = {
+    "alert": "alert",
+    "update": "prose",
+    "opening": "prose",
+    "other": "prose",
+    OFF_DOMAIN: "prose",
+}
 
 
 @dataclass(frozen=True)
@@ -118,9 +132,34 @@ def fit(fit_rows: Sequence[Labelled], held_rows: Sequence[Labelled], *, source: 
     knots = isotonic_knots(raw, [int(r.right) for r in fit_rows], weights=weights.tolist())
     model = replace(model, calibration=knots, source=source)
     lo, hi, rule = operating_point(model, held_rows or fit_rows)
-    model = replace(model, lo=lo, hi=hi)
+    shapes, shape_rules = shape_points(model, held_rows or fit_rows)
+    model = replace(model, lo=lo, hi=hi, shapes=shapes)
     held = figures(model, held_rows)
-    return Fit(replace(model, metrics={"held_out": held, "rule": rule}), held, rule)
+    metrics = {"held_out": held, "rule": rule, "rules_by_shape": shape_rules}
+    return Fit(replace(model, metrics=metrics), held, rule)
+
+
+def shape_points(
+    model: ConfidenceModel, rows: Sequence[Labelled]
+) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+    """(lo, hi) per query shape from the rows of that shape's styles, off-domain ones in every
+    shape, by :func:`operating_point`; a shape with fewer than ``MIN_STYLE`` cases whose
+    precedent is first, or whose top result is not one, gets none (the overall pair serves it)."""
+    points: dict[str, tuple[float, float]] = {}
+    rules: dict[str, str] = {}
+    for shape in SHAPES:
+        mine = [r for r in rows if r.style == OFF_DOMAIN or STYLE_SHAPES.get(r.style) == shape]
+        right = sum(r.right and r.has_precedent for r in mine)
+        wrong = sum(not r.right and r.style != OFF_DOMAIN for r in mine)
+        if right < MIN_STYLE or wrong < MIN_STYLE:
+            rules[shape] = (
+                f"overall thresholds: {right} cases with their precedent first and {wrong} with "
+                f"a wrong top result, fewer than {MIN_STYLE} of each"
+            )
+            continue
+        lo, hi, rules[shape] = operating_point(model, mine)
+        points[shape] = (lo, hi)
+    return points, rules
 
 
 def _weighted_quantile(pairs: Sequence[tuple[float, float]], q: float) -> float:
@@ -193,7 +232,10 @@ def figures(model: ConfidenceModel, rows: Sequence[Labelled]) -> dict[str, Any]:
 
     def one(part: Sequence[Labelled]) -> dict[str, Any]:
         probs = [model.predict(r.signals) for r in part]
-        verdicts = [model.verdict(p) for p in probs]
+        verdicts = [
+            model.for_shape(STYLE_SHAPES.get(r.style)).verdict(p)
+            for p, r in zip(probs, part, strict=True)
+        ]
         right = [int(r.right) for r in part]
         first = [v for v, r in zip(verdicts, part, strict=True) if r.right and r.has_precedent]
         again = [v for v, r in zip(verdicts, part, strict=True) if r.right and r.recurrence]

@@ -223,6 +223,7 @@ def refit(
             "other principals",
             lo=made.model.lo,
             hi=made.model.hi,
+            thresholds_by_shape={k: list(v) for k, v in made.model.shapes.items()},
             weights=dict(made.model.weights),
             source=source,
         )

@@ -320,7 +320,9 @@ def describe(run: Mapping[str, Any], key: str, mode: Mapping[str, Any]) -> str:
     return (
         f"{key}: self-calibrated on {run.get('fit_cases')} cases made from this KB's "
         f"{run.get('documents')} documents in {len(run.get('styles') or [])} styles; "
-        f"'no precedent' at p <= {model.lo}, 'precedent found' at p >= {model.hi}; "
+        f"'no precedent' at p <= {model.lo}, 'precedent found' at p >= {model.hi}"
+        + "".join(f" ({s} queries: {lo} / {hi})" for s, (lo, hi) in sorted(model.shapes.items()))
+        + "; "
         f"held-out on self-made cases: false 'no precedent' "
         f"{_pct(h.get('false_no_precedent_when_first'))} when the precedent is first "
         f"({_pct(h.get('false_no_precedent_when_recurrence_first'))} for a recurrence), "

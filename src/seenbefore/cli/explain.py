@@ -72,7 +72,9 @@ def render_explain(result: SearchResult) -> None:
     if fit is not None:
         console.print(
             f"[bold]verdict[/]: {result.verdict} (no precedent at p <= {fit.lo:g}, found at "
-            f"p >= {fit.hi:g})"
+            f"p >= {fit.hi:g}"
+            + (f": the thresholds for {fit.shape} queries" if fit.shape else "")
+            + ")"
         )
         if fit.live:
             console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")

@@ -16,6 +16,12 @@ surface (:data:`VERDICTS`):
 ``lo`` is set so that few queries whose precedent is ranked first are told "no precedent" (a
 false "no precedent" hides the answer from a tired person: the costlier mistake), ``hi`` so that
 few queries without one are told "precedent found" (calibration/fitting.py).
+
+The same ``p`` does not mean the same in every shape of query: a five-word pager line that
+covers a postmortem's title scores high whether or not it is the same failure, a long status
+update lower even when it is. A model may carry thresholds per :data:`SHAPES` (``shapes``), set
+on cases of that shape; a search picks its query's (:meth:`ConfidenceModel.for_shape`), and
+its verdict and the thresholds it shows are that shape's.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 SIGNALS: tuple[str, ...] = (
@@ -55,6 +61,9 @@ POSSIBLE = "possible precedent — check"
 NONE = "no precedent"
 VERDICTS: tuple[str, ...] = (FOUND, POSSIBLE, NONE)
 DEFAULT_LO, DEFAULT_HI = 0.2, 0.6
+# the shapes of query a model may hold thresholds for: alert-style text (a metric name, a
+# (cloud/region), a pager line: retrieval/identity.py) and prose
+SHAPES: tuple[str, ...] = ("alert", "prose")
 # one word in common is no evidence of the same failure: "precedent found" needs the top
 # document to share at least this many distinct words with the query (else "possible")
 MIN_SHARED_WORDS = 2
@@ -94,6 +103,9 @@ class ConfidenceModel:
     # optional monotone recalibration of the logistic output: (raw, calibrated) knots, raw
     # ascending, interpolated linearly (isotonic regression fitted on held-apart cases)
     calibration: tuple[tuple[float, float], ...] = ()
+    # (lo, hi) per query shape (SHAPES) where cases of that shape set their own; the others
+    # use lo and hi
+    shapes: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         negative = {k: v for k, v in self.weights.items() if v < 0}
@@ -106,6 +118,23 @@ class ConfidenceModel:
             raise ValueError(
                 f"verdict thresholds must satisfy 0 <= lo < hi <= 1; got {self.lo}, {self.hi}"
             )
+        for shape, (lo, hi) in self.shapes.items():
+            if shape not in SHAPES:
+                raise ValueError(
+                    f"thresholds for query shape {shape!r}: the shapes are {', '.join(SHAPES)}"
+                )
+            if not 0.0 <= lo < hi <= 1.0:
+                raise ValueError(
+                    f"{shape} thresholds must satisfy 0 <= lo < hi <= 1; got {lo}, {hi}"
+                )
+
+    def for_shape(self, shape: str | None) -> ConfidenceModel:
+        """This model with the thresholds of ``shape`` as its ``lo`` and ``hi`` (itself when it
+        holds none for that shape)."""
+        if shape is None or shape not in self.shapes:
+            return self
+        lo, hi = self.shapes[shape]
+        return replace(self, lo=lo, hi=hi, shapes={})
 
     def raw(self, signals: Mapping[str, float]) -> float:
         z = self.bias + sum(w * float(signals.get(name, 0.0)) for name, w in self.weights.items())
@@ -130,6 +159,7 @@ class ConfidenceModel:
             "source": self.source,
             "metrics": dict(self.metrics),
             "calibration": [list(k) for k in self.calibration],
+            "shapes": {s: list(t) for s, t in self.shapes.items()},
         }
 
     @classmethod
@@ -146,6 +176,9 @@ class ConfidenceModel:
             source=str(data.get("source", "")),
             metrics=dict(data.get("metrics", {})),
             calibration=tuple((float(a), float(b)) for a, b in data.get("calibration") or ()),
+            shapes={
+                str(s): (float(t[0]), float(t[1])) for s, t in (data.get("shapes") or {}).items()
+            },
         )
 
 

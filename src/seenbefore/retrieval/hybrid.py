@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -112,6 +113,12 @@ class HybridRetriever:
         else:
             signals["type_consensus"] = type_consensus([c.type for c in candidates[:4]])
         model = self.confidence
+        fit = self.scoring.fit
+        if model is not None and query.weights.shape in model.shapes:
+            # the verdict, and the thresholds shown with it, are this shape of query's
+            model = model.for_shape(query.weights.shape)
+            if fit is not None:
+                fit = replace(fit, lo=model.lo, hi=model.hi, shape=query.weights.shape)
         confidence = model.predict(signals) if model and top else 0.0
         shared = signals.get("shared_words")
         verdict = (
@@ -144,7 +151,7 @@ class HybridRetriever:
             timings={stage: round(v, 3) for stage, v in timings.items()},
             dense_embedder=self.index.dense_name if plan.use_dense else None,
             confidence_model_key=self.scoring.key,
-            confidence_model_fit=self.scoring.fit,
+            confidence_model_fit=fit,
             documents_visible=int(query.doc_mask.sum()),
             query_weights=query.weights,
         )

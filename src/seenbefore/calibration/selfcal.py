@@ -321,7 +321,13 @@ def describe(run: Mapping[str, Any], key: str, mode: Mapping[str, Any]) -> str:
         f"{key}: self-calibrated on {run.get('fit_cases')} cases made from this KB's "
         f"{run.get('documents')} documents in {len(run.get('styles') or [])} styles; "
         f"'no precedent' at p <= {model.lo}, 'precedent found' at p >= {model.hi}"
-        + "".join(f" ({s} queries: {lo} / {hi})" for s, (lo, hi) in sorted(model.shapes.items()))
+        + (
+            " (per shape of query, lo / hi: "
+            + ", ".join(f"{s} {lo} / {hi}" for s, (lo, hi) in sorted(model.shapes.items()))
+            + ")"
+            if model.shapes
+            else ""
+        )
         + "; "
         f"held-out on self-made cases: false 'no precedent' "
         f"{_pct(h.get('false_no_precedent_when_first'))} when the precedent is first "

@@ -116,6 +116,17 @@ def aws_precedents(
     return out
 
 
+def unjudged_tops(
+    tops: Iterable[tuple[str, str]], judged: Mapping[frozenset[str], bool] | None = None
+) -> list[tuple[str, str]]:
+    """The (query event, top result) pairs among ``tops`` that neither the rule labels a
+    precedent nor anyone judged: counted as wrong, they are where the labels need a reader
+    again (a ranking that changes meets tops the pool never held). ``tops``' pairs are checked
+    against :func:`aws_precedents` by the caller; here only the judgments are read."""
+    judged = load_judgments() if judged is None else judged
+    return [(q, t) for q, t in tops if frozenset((q, t)) not in judged]
+
+
 def aws_text(e: dict[str, Any], style: str) -> str:
     """An event as a query: its first update (what is known while it happens) or a pager line
     ``"<service>: <summary>"``."""

@@ -73,6 +73,7 @@ from replays import (
     aws_replay_queries,
     aws_text,
     sample_replay_queries,
+    unjudged_tops,
     untyped_copy,
 )
 from seenbefore.calibration.fitting import FALSE_NONE
@@ -210,6 +211,23 @@ def run(kb: KnowledgeBase, queries: Sequence[Query], dense: bool) -> list[Outcom
     return out
 
 
+def pool_coverage(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """How many of the replay's top results (every mode's) are labelled: a precedent by the
+    rule or a judgment, or judged not one; the rest count as wrong unseen."""
+    tops = [
+        (o.query.id.split(":", 1)[1], t)
+        for o in outcomes
+        for t in o.tops.values()
+        if t is not None and t not in o.query.precedents
+    ]
+    missing = unjudged_tops(tops)
+    return {
+        "tops": sum(t is not None for o in outcomes for t in o.tops.values()),
+        "unjudged": len(missing),
+        "unjudged_examples": [list(p) for p in missing[:10]],
+    }
+
+
 def dump(path: Path, name: str, outcomes: Sequence[Outcome]) -> None:
     with path.open("a", encoding="utf-8") as fh:
         for o in outcomes:
@@ -284,14 +302,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells: dict[str, dict[str, Any]] = {}
     naive: dict[str, float] = {}  # per KB: the baseline's fitted top-BM25 threshold
     probes: dict[str, dict[str, Any]] = {}
+    pool: dict[str, Any] = {}  # how far the AWS replay's judged pairs cover this run's tops
     if args.dump:
         args.dump.write_text("")
     with tempfile.TemporaryDirectory(prefix="seenbefore-verdict-") as scratch:
         root = Path(scratch)
 
-        def measure(name: str, kb: KnowledgeBase, queries: Sequence[Query]) -> None:
+        def measure(
+            name: str,
+            kb: KnowledgeBase,
+            queries: Sequence[Query],
+            coverage: dict[str, Any] | None = None,
+        ) -> None:
             console.print(f"[bold]{name}[/]: {len(queries)} queries")
             outcomes = run(kb, queries, dense)
+            if coverage is not None:
+                coverage.update(pool_coverage(outcomes))
+                console.print(
+                    f"{name}: {coverage['unjudged']} of {coverage['tops']} top results neither "
+                    "labelled by the rule nor judged (counted as wrong)"
+                )
             threshold = naive_threshold(kb)
             apply_naive(outcomes, threshold)
             naive[name] = round(threshold, 4)
@@ -334,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 styles = ("first-update", "alert-line")
                 measure("aws", kb, aws_queries(events, present, styles=styles) + off)
             if "aws-replay" in wanted:
-                measure("aws-replay", kb, aws_replay_queries(events))
+                measure("aws-replay", kb, aws_replay_queries(events), pool)
             kb.close()
         if "aws-half" in wanted:
             keep = novelty_split(events, 0)
@@ -377,6 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "dense": dense,
             "naive_thresholds": naive,
             "probes": probes,
+            "aws_replay_pool": pool,
             "cells": cells,
         }
         console.print(f"wrote {write_results(RESULTS / 'verdict.json', record)}")

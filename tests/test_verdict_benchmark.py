@@ -209,3 +209,10 @@ def test_docs_show_the_table_of_the_committed_results(bench: dict[str, ModuleTyp
     assert len(table.splitlines()) == 2 + sum(n.count("/") == 1 for n in record["cells"])
     page = (BENCHMARKS.parent / "docs" / "retrieval.md").read_text(encoding="utf-8")
     assert table in page, "docs/retrieval.md: re-copy `python benchmarks/verdict_table.py`"
+
+
+def test_tops_neither_labelled_nor_judged_are_counted(bench: dict[str, ModuleType]) -> None:
+    judged = {frozenset(("e2", "e1")): False, frozenset(("e3", "e1")): True}
+    tops = [("e2", "e1"), ("e3", "e1"), ("e4", "e1"), ("e4", "e2")]
+    # judged either way counts as labelled; the order of a pair does not matter
+    assert bench["replays"].unjudged_tops(tops, judged) == [("e4", "e1"), ("e4", "e2")]

@@ -169,6 +169,59 @@ def test_a_version_1_rule_state_loads_and_its_day_is_bounded_by_its_own_slots() 
         )
 
 
+def _as_written_before(state: dict[str, Any]) -> None:
+    """``state`` as the build before packed whole numbers wrote it: JSON lists."""
+    from seenbefore.detection.packed import unpack_whole
+
+    detector = _series(state)["detector"]
+    art = detector["artime"]
+    art["hist"] = unpack_whole(art["hist"])
+    for key in ("labels", "used"):
+        art["art"][key] = unpack_whole(art["art"][key])
+    for member in detector["members"].values():
+        member["seen"] = unpack_whole(member["seen"])
+
+
+def test_whole_numbers_are_packed_and_an_earlier_builds_lists_still_score_the_same() -> None:
+    detector = _series(SAVED)["detector"]
+    assert detector["artime"]["hist"].startswith("i1z:")
+    assert all(m["seen"].startswith(("i1z:", "i2z:", "i4z:")) for m in detector["members"].values())
+    packed = Watcher.from_state(copy.deepcopy(SAVED), _settings(), FakePrometheus())
+    earlier = Watcher.from_state(_set(_as_written_before), _settings(), FakePrometheus())
+    assert packed.to_state() == earlier.to_state()  # read back to the same detector
+    packed.poll(NEXT)
+    earlier.poll(NEXT)
+    [a], [b] = packed.series.values(), earlier.series.values()
+    assert a.last_score == b.last_score and packed.to_state() == earlier.to_state()
+
+
+def test_packed_whole_numbers_out_of_shape_are_refused() -> None:
+    from seenbefore.detection.packed import pack_whole
+
+    cases = {
+        "hist of 3": (
+            lambda s: _series(s)["detector"]["artime"].update(hist=pack_whole([0, 1, 2]))
+        ),
+        "used short": (
+            lambda s: _series(s)["detector"]["artime"]["art"].update(used=pack_whole([1]))
+        ),
+        "seen as floats": (
+            lambda s: next(iter(_series(s)["detector"]["members"].values())).update(
+                seen=pack([1.0])
+            )
+        ),
+        "seen gap 0": (
+            lambda s: next(iter(_series(s)["detector"]["members"].values())).update(
+                seen=pack_whole([3, 0])
+            )
+        ),
+    }
+    for name, edit in cases.items():
+        with pytest.raises(InputError) as refused:
+            Watcher.from_state(_set(edit), _settings(), FakePrometheus())
+        assert "afresh" in str(refused.value) or "--state" in str(refused.value), name
+
+
 def _recent(state: dict[str, Any]) -> list[float]:
     from seenbefore.detection.packed import unpack
 

@@ -39,7 +39,7 @@ from seenbefore.detection.likelihood import (
     VARIANCE_FLOOR,
     YELLOW_ZONE,
 )
-from seenbefore.detection.packed import pack, unpack
+from seenbefore.detection.packed import pack, pack_whole, unpack, whole_list
 from seenbefore.errors import InputError
 
 ONLINE_MEMBERS = ("spatial", "sequence", "delta", "artime")
@@ -164,6 +164,9 @@ class _FlatWindow:
                 f"the flat test's saved segments do not run back to back to row {self.count}: "
                 "the state is damaged, start the series afresh"
             )
+
+
+MAX_CONTEXTS = 1_000_000  # contexts a sequence member's saved state may hold (a bound on reading)
 
 
 def _context_codes(seen: set[tuple[int, ...]], bins: int) -> list[int]:
@@ -450,7 +453,7 @@ class OnlineEnsemble:
                 "inputs": pack(novelty.inputs),
                 "symbols": list(novelty.symbols),
                 "n_symbols": novelty.n_symbols,
-                "seen": _context_codes(novelty.seen, novelty.bins),
+                "seen": pack_whole(_context_codes(novelty.seen, novelty.bins)),
                 "range": list(novelty.range) if novelty.range else None,
                 "raw": pack(self.likelihood_[name].raw),
                 "avg": _tail_state(self.likelihood_[name].avg),
@@ -506,7 +509,9 @@ class OnlineEnsemble:
             if state["version"] == VALUES_VERSION:  # version 2 kept each context as a list
                 novelty.seen = {tuple(int(v) for v in key) for key in member["seen"]}
             else:
-                novelty.seen = _contexts(member["seen"], novelty.bins, novelty.order)
+                novelty.seen = _contexts(
+                    whole_list(member["seen"], max_values=MAX_CONTEXTS), novelty.bins, novelty.order
+                )
             found = member["range"]
             novelty.range = (float(found[0]), float(found[1])) if found else None
             likelihood.raw.extend(unpack(member["raw"]))

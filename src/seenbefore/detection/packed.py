@@ -8,6 +8,11 @@ in memory too (:func:`single` rounds a value so): deflated, in base64. Either wa
 come back bit for bit (a restarted series still scores as one never stopped), in 2-11 bytes
 each (float64) or 2-6 (float32), depending on how much the array repeats itself.
 
+Lists of whole numbers (ARTime's category bookkeeping and histogram, the sequence member's
+context codes) are packed too (:func:`pack_whole`: ``i1z:`` to ``i8z:``, the narrowest signed
+width that holds them all), and an earlier build's JSON list of them still reads
+(:func:`whole_list`).
+
 Reading one back is bounded: at most ``max_values`` float64s are ever decompressed (a few
 hundred kilobytes of zlib can otherwise expand to gigabytes), and every value must be finite
 and within ±1e100 (what :func:`pack` is given always is: the detectors score no value past
@@ -29,6 +34,8 @@ from seenbefore.errors import InputError
 PREFIX = "f8z:"
 PREFIX32 = "f4z:"
 PREFIXES = (PREFIX, PREFIX32)
+_WHOLE_TYPES = {1: "<i1", 2: "<i2", 4: "<i4", 8: "<i8"}
+WHOLE_PREFIXES = tuple(f"i{width}z:" for width in _WHOLE_TYPES)
 MAX_PACKED_VALUES = 1 << 21  # 16 MiB of float64 per array; the longest this program packs is
 # ARTime's probation features (2 x 8 x the trend, about 3,300 values by default) or a day of
 # one-second points (86,400)
@@ -64,6 +71,67 @@ def pack32(values: Iterable[float]) -> str:
     return PREFIX32 + base64.b64encode(zlib.compress(narrow.tobytes(), 6)).decode("ascii")
 
 
+def pack_whole(values: Iterable[int]) -> str:
+    """Whole numbers in the narrowest signed little-endian width that holds them all
+    (``i1z:``, ``i2z:``, ``i4z:`` or ``i8z:``), deflated, in base64: exact, as
+    :func:`unpack_whole` reads them."""
+    array = np.asarray(list(values), dtype=np.int64)
+    width = next(
+        w
+        for w, kind in _WHOLE_TYPES.items()
+        if array.size == 0
+        or (np.iinfo(kind).min <= int(array.min()) and int(array.max()) <= np.iinfo(kind).max)
+    )
+    data = array.astype(_WHOLE_TYPES[width]).tobytes()
+    return f"i{width}z:" + base64.b64encode(zlib.compress(data, 6)).decode("ascii")
+
+
+def unpack_whole(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[int]:
+    """The whole numbers :func:`pack_whole` packed; InputError for anything else or for more
+    than ``max_values`` of them (found without decompressing more than that)."""
+    if not isinstance(text, str) or not text.startswith(WHOLE_PREFIXES):
+        raise InputError(
+            f"packed whole numbers start with one of {', '.join(WHOLE_PREFIXES)}; got "
+            f"{str(text)[:20]!r}: the state file is damaged or from another build, start the "
+            "series afresh"
+        )
+    width = int(text[1])
+    data = _inflate(text[len(WHOLE_PREFIXES[0]) :], width, max_values)
+    if len(data) % width:
+        raise InputError(
+            f"packed whole numbers hold {len(data)} bytes, not whole {width}-byte ints"
+        )
+    values: list[int] = np.frombuffer(data, dtype=_WHOLE_TYPES[width]).astype(np.int64).tolist()
+    return values
+
+
+def whole_list(value: object, *, max_values: int = MAX_PACKED_VALUES) -> list[int]:
+    """A list of whole numbers as a saved state holds it: packed (:func:`pack_whole`) or, as an
+    earlier build wrote it, a JSON list."""
+    if isinstance(value, str):
+        return unpack_whole(value, max_values=max_values)
+    if not isinstance(value, list):
+        raise InputError(f"a list of whole numbers is {str(value)[:40]!r}; start afresh")
+    return [int(v) for v in value]
+
+
+def _inflate(body: str, size: int, max_values: int) -> bytes:
+    """The bytes of a packed array's base64 ``body``, at most ``max_values`` items of ``size``
+    bytes ever decompressed."""
+    try:
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(base64.b64decode(body, validate=True), size * max_values)
+        over = bool(inflate.unconsumed_tail) or len(inflate.decompress(b"", 1)) > 0
+    except (ValueError, zlib.error) as exc:
+        raise InputError(f"a packed array does not decode ({exc}); start afresh") from None
+    if over:
+        raise InputError(
+            f"a packed array holds more than {max_values:,} values, more than this program ever "
+            "packs there: the state file is damaged or hostile; start the series afresh"
+        )
+    return data
+
+
 def unpack(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[float]:
     """The values :func:`pack` packed; InputError for anything else, for more than
     ``max_values`` values (found without decompressing more than that) or a non-finite one."""
@@ -73,18 +141,7 @@ def unpack(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[float]:
             "the state file is damaged or from another build, start the series afresh"
         )
     size = 4 if text.startswith(PREFIX32) else 8
-    limit = size * max_values
-    try:
-        inflate = zlib.decompressobj()
-        data = inflate.decompress(base64.b64decode(text[len(PREFIX) :], validate=True), limit)
-        over = bool(inflate.unconsumed_tail) or len(inflate.decompress(b"", 1)) > 0
-    except (ValueError, zlib.error) as exc:
-        raise InputError(f"a packed array does not decode ({exc}); start afresh") from None
-    if over:
-        raise InputError(
-            f"a packed array holds more than {max_values:,} values, more than this program ever "
-            "packs there: the state file is damaged or hostile; start the series afresh"
-        )
+    data = _inflate(text[len(PREFIX) :], size, max_values)
     if len(data) % size:
         kind = "float32" if size == 4 else "float64"
         raise InputError(f"a packed array holds {len(data)} bytes, not whole {kind}s")

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from seenbefore.detection.packed import PREFIX, PREFIXES
+from seenbefore.detection.packed import PREFIX, PREFIXES, unpack_whole
 from seenbefore.errors import InputError
 
 Check = Callable[[Any, str], None]
@@ -81,6 +81,24 @@ def packed(max_chars: int) -> Check:
     def check(value: Any, path: str) -> None:
         if not isinstance(value, str) or not value.startswith(PREFIXES) or len(value) > max_chars:
             refuse(path, value, f"a packed array ({PREFIX}..., at most {max_chars} characters)")
+
+    return check
+
+
+def wholes(item: Check, *, max_items: int, min_items: int = 0) -> Check:
+    """A list of whole numbers, packed (detection/packed.py ``pack_whole``) or, as an earlier
+    build wrote it, a JSON list: either way each one checked by ``item``."""
+    written = list_of(item, max_items=max_items, min_items=min_items)
+
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, str):
+            written(value, path)
+            return
+        try:
+            values = unpack_whole(value, max_values=max_items)
+        except InputError as exc:
+            refuse(path, value[:40], f"packed whole numbers ({exc})")
+        written(values, path)
 
     return check
 

@@ -28,9 +28,9 @@ from typing import Any, Protocol
 from seenbefore.detection import state_schema as s
 from seenbefore.detection.confirm import DAY_SLOTS, DAY_SLOTS_V1, Confirmer, Rule
 from seenbefore.detection.confirm import READS as CONFIRM_READS
+from seenbefore.detection.online import MAX_CONTEXTS, VALUES_VERSION, OnlineEnsemble, _plain
 from seenbefore.detection.online import STATE_VERSION as ONLINE_VERSION
-from seenbefore.detection.online import VALUES_VERSION, OnlineEnsemble, _plain
-from seenbefore.detection.packed import unpack
+from seenbefore.detection.packed import unpack, whole_list
 from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
 
@@ -335,7 +335,7 @@ def _online(fresh: OnlineEnsemble) -> s.Check:
             }
         )
 
-    codes = member(s.list_of(s.whole(1), max_items=1_000_000))  # sorted context codes' gaps
+    codes = member(s.wholes(s.whole(1), max_items=MAX_CONTEXTS))  # sorted context codes' gaps
     lists = member(s.list_of(s.list_of(s.whole(-100, 100), max_items=16), max_items=1_000_000))
 
     def outline(version: int) -> dict[str, s.Check]:
@@ -396,15 +396,15 @@ def _artime(fresh: OnlineEnsemble) -> s.Check:
             "pending": _PACKED,
             "range": s.optional(s.pair(_NUM, _NUM)),
             "seen": s.optional(s.pair(_NUM, _NUM)),
-            "hist": s.list_of(_INT, min_items=a.levels + 1, max_items=a.levels + 1),
+            "hist": s.wholes(_INT, min_items=a.levels + 1, max_items=a.levels + 1),
             "median": s.list_of(_INT, min_items=3, max_items=3),
             "fwin": s.list_of(_UNIT, min_items=a.window, max_items=a.window),
             "probation_features": _PACKED,
             "art": s.record(
                 {
                     "W": _PACKED,
-                    "labels": s.list_of(_INT, min_items=1, max_items=a.art.max_categories),
-                    "used": s.list_of(_INT, min_items=1, max_items=a.art.max_categories),
+                    "labels": s.wholes(_INT, min_items=1, max_items=a.art.max_categories),
+                    "used": s.wholes(_INT, min_items=1, max_items=a.art.max_categories),
                     "clusters": _INT,
                     "rho": s.pair(_NUM, _NUM),
                     "steps": _INT,
@@ -441,13 +441,15 @@ def _online_invariants(state: Mapping[str, Any], path: str, fresh: OnlineEnsembl
             s.refuse(f"{where}.n_symbols", member["n_symbols"], f"{done} (t is {t})")
     art = state.get("artime")
     if art is not None:
-        hist, (med, below, above) = art["hist"], art["median"]
+        hist = whole_list(art["hist"])
+        med, below, above = art["median"]
         ok = 0 <= med < len(hist) and below == sum(hist[:med]) and above == sum(hist[med + 1 :])
-        if not ok or (sum(hist) and not hist[med]):
+        if not ok or (sum(hist) > 0 and not hist[med]):
             s.refuse(f"{path}.artime.median", art["median"], "a running median over hist")
-        rows = len(art["art"]["labels"])
-        if len(art["art"]["used"]) != rows:
-            s.refuse(f"{path}.artime.art.used", len(art["art"]["used"]), f"{rows} entries")
+        rows = len(whole_list(art["art"]["labels"]))
+        used = len(whole_list(art["art"]["used"]))
+        if used != rows:
+            s.refuse(f"{path}.artime.art.used", used, f"{rows} entries")
 
 
 def _event_params() -> dict[str, Any]:

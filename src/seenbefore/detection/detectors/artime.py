@@ -50,7 +50,7 @@ import numpy as np
 
 from seenbefore.detection.detectors.base import StreamDetector
 from seenbefore.detection.features import Array
-from seenbefore.detection.packed import pack, pack32, unpack
+from seenbefore.detection.packed import pack, pack32, pack_whole, unpack, whole_list
 from seenbefore.errors import InputError
 
 STATE_VERSION = 1
@@ -155,8 +155,8 @@ class _FuzzyART:
     def state(self) -> dict[str, Any]:
         return {
             "W": pack32(self.W.ravel()),
-            "labels": list(self.labels),
-            "used": list(self.used),
+            "labels": pack_whole(self.labels),
+            "used": pack_whole(self.used),
             "clusters": self.clusters,
             "rho": [self.rho_lb, self.rho_ub],
             "steps": self.steps,
@@ -166,8 +166,8 @@ class _FuzzyART:
     def load(cls, dim: int, max_categories: int, state: Mapping[str, Any]) -> _FuzzyART:
         art = cls(dim, max_categories)
         w = np.asarray(unpack(state["W"]), dtype=np.float64)
-        art.labels = [int(v) for v in state["labels"]]
-        art.used = [int(v) for v in state["used"]]
+        art.labels = whole_list(state["labels"], max_values=max_categories)
+        art.used = whole_list(state["used"], max_values=max_categories)
         if w.size != len(art.labels) * 2 * dim or len(art.used) != len(art.labels):
             raise InputError(
                 f"ARTime's saved categories: {w.size} weights, {len(art.labels)} labels and "
@@ -456,7 +456,7 @@ class ARTimeStream:
             "pending": pack(self._pending),
             "range": list(self._range) if self._range else None,
             "seen": list(self._seen) if self._seen else None,
-            "hist": list(self._hist),
+            "hist": pack_whole(self._hist),
             "median": [self._med, self._below, self._above],
             "fwin": list(self._fwin),
             "probation_features": pack(np.concatenate(self._probation_features or [np.zeros(0)])),
@@ -489,7 +489,7 @@ class ARTimeStream:
         s._pending = unpack(state["pending"])
         s._range = _pair(state["range"])
         s._seen = _pair(state["seen"])
-        s._hist = [int(v) for v in state["hist"]]
+        s._hist = whole_list(state["hist"], max_values=s.levels + 1)
         s._med, s._below, s._above = (int(v) for v in state["median"])
         s._fwin.extend(float(v) for v in state["fwin"])
         held = np.asarray(unpack(state["probation_features"]), dtype=np.float64)

@@ -8,6 +8,11 @@ in memory too (:func:`single` rounds a value so): deflated, in base64. Either wa
 come back bit for bit (a restarted series still scores as one never stopped), in 2-11 bytes
 each (float64) or 2-6 (float32), depending on how much the array repeats itself.
 
+Values in [0, 1] most of which lie on a grid of ``steps`` (ARTime's category weights: minima of
+inputs discretised to 80 levels and their complements) pack as one byte a grid value and a
+float32 for any other (``g1z:``, :func:`pack_grid`), read back by :func:`unpack` as ``f4z:``
+would read them.
+
 Lists of whole numbers (ARTime's category bookkeeping and histogram, the sequence member's
 context codes) are packed too (:func:`pack_whole`: ``i1z:`` to ``i8z:``, the narrowest signed
 width that holds them all), and an earlier build's JSON list of them still reads
@@ -27,13 +32,16 @@ import zlib
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from seenbefore.detection.values import MAX_MAGNITUDE
 from seenbefore.errors import InputError
 
 PREFIX = "f8z:"
 PREFIX32 = "f4z:"
-PREFIXES = (PREFIX, PREFIX32)
+PREFIX_GRID = "g1z:"
+PREFIXES = (PREFIX, PREFIX32, PREFIX_GRID)
+_OFF_GRID = 255  # the code of a value not on the grid (its float32 follows the codes)
 _WHOLE_TYPES = {1: "<i1", 2: "<i2", 4: "<i4", 8: "<i8"}
 WHOLE_PREFIXES = tuple(f"i{width}z:" for width in _WHOLE_TYPES)
 MAX_PACKED_VALUES = 1 << 21  # 16 MiB of float64 per array; the longest this program packs is
@@ -69,6 +77,60 @@ def pack32(values: Iterable[float]) -> str:
     if narrow is None or not np.array_equal(narrow.astype("<f8"), array):
         return pack(array)
     return PREFIX32 + base64.b64encode(zlib.compress(narrow.tobytes(), 6)).decode("ascii")
+
+
+def pack_grid(values: Iterable[float], steps: int) -> str:
+    """Like :func:`pack32` (and falling back to it), with each value that is float32's nearest
+    to ``k / steps`` (k in 0..steps) stored as the byte k and any other as code 255 with its
+    float32 in a second stream (``g1z:`` CODES ``.`` OFF-GRID, each deflated, in base64):
+    exact, as :func:`unpack` reads it. ``steps``: 1 to 254."""
+    if not 1 <= steps < _OFF_GRID:
+        raise ValueError(f"grid steps {steps}: use 1 to {_OFF_GRID - 1}")
+    array = np.asarray(list(values), dtype="<f8")
+    narrow = array.astype("<f4") if np.all(np.abs(array) <= _F32.max) else None
+    if narrow is None or not np.array_equal(narrow.astype("<f8"), array):
+        return pack(array)
+    k = np.clip(np.round(array * steps), 0, steps)
+    on = (k / steps).astype("<f4") == narrow
+    codes = np.where(on, k, _OFF_GRID).astype("<u1")
+    head = np.array([steps], dtype="<u1").tobytes() + np.array([array.size], dtype="<u4").tobytes()
+    return (
+        PREFIX_GRID
+        + base64.b64encode(zlib.compress(head + codes.tobytes(), 6)).decode("ascii")
+        + "."
+        + base64.b64encode(zlib.compress(narrow[~on].tobytes(), 6)).decode("ascii")
+    )
+
+
+def _from_grid(body: str, max_values: int) -> npt.NDArray[np.float32]:
+    """The float32 values of a ``g1z:`` body, reading at most ``max_values`` of them
+    (InputError when its parts do not add up)."""
+    parts = body.split(".")
+    if len(parts) != 2:
+        raise InputError(
+            f"a grid-packed array has {len(parts)} parts, not its codes and off-grid values: the "
+            "state file is damaged, start the series afresh"
+        )
+    head = _inflate(parts[0], 1, max_values + 5)  # five bytes of header, a byte a value
+    steps, n = (head[0], int.from_bytes(head[1:5], "little")) if len(head) >= 5 else (0, -1)
+    codes = np.frombuffer(head[5:], dtype="<u1")
+    if not 1 <= steps < _OFF_GRID or len(codes) != n:
+        raise InputError(
+            f"a grid-packed array's header (steps {steps}, {n} values) does not match its "
+            f"{len(codes)} codes: the state file is damaged, start the series afresh"
+        )
+    off = codes == _OFF_GRID
+    if int(codes[~off].max(initial=0)) > steps:
+        raise InputError(f"a grid-packed array holds a code above its {steps} steps; start afresh")
+    rest = _inflate(parts[1], 4, max(1, int(off.sum())))
+    if len(rest) != 4 * int(off.sum()):
+        raise InputError(
+            f"a grid-packed array holds {len(rest)} bytes of off-grid values for "
+            f"{int(off.sum())} off-grid codes: the state file is damaged, start the series afresh"
+        )
+    values = (codes.astype(np.float64) / steps).astype("<f4")
+    values[off] = np.frombuffer(rest, dtype="<f4")
+    return values
 
 
 def pack_whole(values: Iterable[int]) -> str:
@@ -140,12 +202,18 @@ def unpack(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[float]:
             f"a packed array starts with {PREFIX!r} or {PREFIX32!r}; got {str(text)[:20]!r}: "
             "the state file is damaged or from another build, start the series afresh"
         )
+    if text.startswith(PREFIX_GRID):  # a byte a value, four more off the grid, five of header
+        return _finite(_from_grid(text[len(PREFIX_GRID) :], max_values).astype(np.float64))
     size = 4 if text.startswith(PREFIX32) else 8
     data = _inflate(text[len(PREFIX) :], size, max_values)
     if len(data) % size:
         kind = "float32" if size == 4 else "float64"
         raise InputError(f"a packed array holds {len(data)} bytes, not whole {kind}s")
-    array = np.frombuffer(data, dtype="<f4" if size == 4 else "<f8").astype(np.float64)
+    return _finite(np.frombuffer(data, dtype="<f4" if size == 4 else "<f8").astype(np.float64))
+
+
+def _finite(array: npt.NDArray[np.float64]) -> list[float]:
+    """``array`` as a list, each value checked finite and within ±MAX_MAGNITUDE."""
     bad = ~(np.abs(array) <= MAX_MAGNITUDE)  # NaN compares False
     if bad.any():
         raise InputError(

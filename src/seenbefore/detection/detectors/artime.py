@@ -50,7 +50,7 @@ import numpy as np
 
 from seenbefore.detection.detectors.base import StreamDetector
 from seenbefore.detection.features import Array
-from seenbefore.detection.packed import pack, pack32, pack_whole, unpack, whole_list
+from seenbefore.detection.packed import pack, pack_grid, pack_whole, unpack, whole_list
 from seenbefore.errors import InputError
 
 STATE_VERSION = 1
@@ -152,9 +152,10 @@ class _FuzzyART:
         self.labels.append(label)
         self.used.append(self.steps)
 
-    def state(self) -> dict[str, Any]:
+    def state(self, grid: int) -> dict[str, Any]:
+        """``grid``: the levels the inputs are discretised to (most weights lie on them)."""
         return {
-            "W": pack32(self.W.ravel()),
+            "W": pack_grid(self.W.ravel(), grid),
             "labels": pack_whole(self.labels),
             "used": pack_whole(self.used),
             "clusters": self.clusters,
@@ -460,7 +461,7 @@ class ARTimeStream:
             "median": [self._med, self._below, self._above],
             "fwin": list(self._fwin),
             "probation_features": pack(np.concatenate(self._probation_features or [np.zeros(0)])),
-            "art": self.art.state(),
+            "art": self.art.state(self.levels),
             "last_anomaly": [self._last_anomaly_i, self._last_anomaly_sim],
             "last_rho_update_i": self._last_rho_update_i,
             "mask_after_cat": self._mask_after_cat,

@@ -51,7 +51,7 @@ MAX_PACKED_VALUES = 1 << 21  # 16 MiB of float64 per array; the longest this pro
 
 def pack(values: Iterable[float]) -> str:
     data = np.asarray(list(values), dtype="<f8").tobytes()
-    return PREFIX + base64.b64encode(zlib.compress(data, 6)).decode("ascii")
+    return PREFIX + _deflated(data)
 
 
 _F32 = np.finfo(np.float32)
@@ -68,15 +68,27 @@ def single(value: float) -> float:
     return float(value)
 
 
+def _deflated(data: bytes) -> str:
+    return base64.b64encode(zlib.compress(data, 6)).decode("ascii")
+
+
+def _as_float32(array: npt.NDArray[np.float64]) -> npt.NDArray[np.float32] | None:
+    """``array`` in float32 when every value is one float32 holds exactly, else None."""
+    narrow = array.astype("<f4") if np.all(np.abs(array) <= _F32.max) else None
+    if narrow is None or not np.array_equal(narrow.astype("<f8"), array):
+        return None
+    return narrow
+
+
 def pack32(values: Iterable[float]) -> str:
     """Like :func:`pack`, in float32 (``f4z:``) when every value is one float32 holds exactly
     (what :func:`single` returns within float32's range), else in float64: bit for bit either
     way, half the bytes for the arrays a series keeps rounded."""
     array = np.asarray(list(values), dtype="<f8")
-    narrow = array.astype("<f4") if np.all(np.abs(array) <= _F32.max) else None
-    if narrow is None or not np.array_equal(narrow.astype("<f8"), array):
+    narrow = _as_float32(array)
+    if narrow is None:
         return pack(array)
-    return PREFIX32 + base64.b64encode(zlib.compress(narrow.tobytes(), 6)).decode("ascii")
+    return PREFIX32 + _deflated(narrow.tobytes())
 
 
 def pack_grid(values: Iterable[float], steps: int) -> str:
@@ -87,19 +99,14 @@ def pack_grid(values: Iterable[float], steps: int) -> str:
     if not 1 <= steps < _OFF_GRID:
         raise ValueError(f"grid steps {steps}: use 1 to {_OFF_GRID - 1}")
     array = np.asarray(list(values), dtype="<f8")
-    narrow = array.astype("<f4") if np.all(np.abs(array) <= _F32.max) else None
-    if narrow is None or not np.array_equal(narrow.astype("<f8"), array):
+    narrow = _as_float32(array)
+    if narrow is None:
         return pack(array)
     k = np.clip(np.round(array * steps), 0, steps)
     on = (k / steps).astype("<f4") == narrow
     codes = np.where(on, k, _OFF_GRID).astype("<u1")
     head = np.array([steps], dtype="<u1").tobytes() + np.array([array.size], dtype="<u4").tobytes()
-    return (
-        PREFIX_GRID
-        + base64.b64encode(zlib.compress(head + codes.tobytes(), 6)).decode("ascii")
-        + "."
-        + base64.b64encode(zlib.compress(narrow[~on].tobytes(), 6)).decode("ascii")
-    )
+    return PREFIX_GRID + _deflated(head + codes.tobytes()) + "." + _deflated(narrow[~on].tobytes())
 
 
 def _from_grid(body: str, max_values: int) -> npt.NDArray[np.float32]:
@@ -145,7 +152,7 @@ def pack_whole(values: Iterable[int]) -> str:
         or (np.iinfo(kind).min <= int(array.min()) and int(array.max()) <= np.iinfo(kind).max)
     )
     data = array.astype(_WHOLE_TYPES[width]).tobytes()
-    return f"i{width}z:" + base64.b64encode(zlib.compress(data, 6)).decode("ascii")
+    return f"i{width}z:" + _deflated(data)
 
 
 def unpack_whole(text: str, *, max_values: int = MAX_PACKED_VALUES) -> list[int]:

@@ -7,7 +7,8 @@ knowledge base knows, a cloud, a region or zone, an environment, the alerting sy
 words) or how much (a measured value: 12%, 8x, 2400 ms) must not outweigh the evidence. In
 alert-style text (a metric name, a ``(cloud/region)``, or a pager line headed by a service the
 knowledge base knows: ``Amazon CloudWatch (Ireland): Delayed metrics``) they are recognised and
-weighed down (``IDENTITY_WEIGHT``) in the sparse query and in the coverage signals that read it; prose (a
+weighed down (``IDENTITY_WEIGHT``) in the sparse query and in the coverage signals that read it
+(a pager line's head in the coverage signals only: QueryWeights.ranked); prose (a
 status update, a report) names its service and region as part of what happened and keeps every
 weight. The dense retriever embeds the text with its metric names split into words
 (``db_connections_in_use`` -> ``db connections in use``), as the keyword tokenizer splits them;

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import http.server
-import json
 import random
 import shutil
 import socket
@@ -28,6 +27,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seenbefore.cli.app import app
+from seenbefore.detection.live_watch import load_state
 
 PROMETHEUS, PROMTOOL = "/usr/bin/prometheus", "/usr/bin/promtool"
 QUERY = "newcomer_queue_depth"
@@ -158,7 +158,8 @@ def test_watch_with_defaults_learns_from_history_and_catches_a_step_within_2_poi
     assert "the first poll backfills 60 min from Prometheus" in said
     assert "learning:" not in said  # the backfill held the whole learning period
     assert "0 anomalies over 1 series" in said
-    saved = json.loads(state.read_text())
+    saved = load_state(state)  # gzip-compressed JSON
+    assert saved is not None
     [series] = saved["series"].values()  # the history and the live scrape: one series
     assert series["seen"] >= HISTORY_S / STEP_S - 2  # the history, scored in the first poll
 
@@ -173,7 +174,9 @@ def test_watch_with_defaults_learns_from_history_and_catches_a_step_within_2_poi
             break
     assert "1 anomaly over 1 series" in outputs[-1], outputs[-3:]
     assert all("1 anomaly over" not in o for o in outputs[:-1])  # reported once
-    [anomaly] = json.loads(state.read_text())["triage"]["last"].values()
+    resumed = load_state(state)
+    assert resumed is not None
+    [anomaly] = resumed["triage"]["last"].values()
     start = dt.datetime.fromisoformat(anomaly["start"]).timestamp()
     confirmed = dt.datetime.fromisoformat(anomaly["end"]).timestamp()  # the watcher's end
     assert jump - 1 <= start <= jump + STEP_S + 1  # the first step point at 160 (1 s scrapes)

@@ -1,14 +1,17 @@
 """A hostile or odd `watch` state file (issue 33) is refused with the field it got wrong, never a
 traceback: wrong types (8 kinds of traceback before), a NaN (which made every later save fail),
-a zlib bomb (590 KB peaked at 2.5 GB), a cursor in the future (which silently scored nothing
-forever), damaged triage memory, the confirmation rule's state (issue 32's ``Confirmer``,
-versions 1 and 2) out of shape; and a property test: any one field of a real state replaced by
-any JSON value either loads and keeps scoring and saving, or is refused with InputError."""
+a zlib bomb (590 KB peaked at 2.5 GB), a gzip bomb or a damaged or truncated gzip file (the
+state is written gzip-compressed; an older build's plain JSON still loads), a cursor in the
+future (which silently scored nothing forever), damaged triage memory, the confirmation rule's
+state (issue 32's ``Confirmer``, versions 1 and 2) out of shape; and a property test: any one
+field of a real state replaced by any JSON value either loads and keeps scoring and saving, or
+is refused with InputError."""
 
 from __future__ import annotations
 
 import base64
 import copy
+import gzip
 import json
 import tracemalloc
 import zlib
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 
 from seenbefore.detection.live_watch import Watcher, load_state, save_state
 from seenbefore.detection.packed import pack
+from seenbefore.detection.watch_state import encode_state
 from seenbefore.errors import InputError
 from tests.depth import examples
 from tests.detection.test_live_watch import BASE_MS, FakePrometheus, _at, _settings
@@ -265,6 +269,95 @@ def test_an_oversized_file_is_refused_before_it_is_read(
     save_state(path, SAVED)
     with pytest.raises(InputError, match=r"bytes, over the 1,000 a watch state may be"):
         load_state(path)
+
+
+def test_the_state_is_saved_gzipped_and_reads_back_the_same(tmp_path: Path) -> None:
+    """The file is gzip (``zcat`` reads it), the same state gives the same bytes, and what reads
+    back is the state saved: a watcher resumed from it scores the next poll as one resumed from
+    the state never written would."""
+    path = tmp_path / "state.json"
+    written = save_state(path, SAVED)
+    data = path.read_bytes()
+    assert data.startswith(b"\x1f\x8b") and written == len(data) == len(encode_state(SAVED))
+    assert encode_state(SAVED) == data  # no timestamp in the header
+    assert json.loads(gzip.decompress(data)) == SAVED
+    assert written < 0.8 * len(json.dumps(SAVED, separators=(",", ":")))
+    loaded = load_state(path)
+    assert loaded == SAVED
+    resumed = Watcher.from_state(loaded, _settings(), FakePrometheus()).poll(NEXT)
+    direct = Watcher.from_state(copy.deepcopy(SAVED), _settings(), FakePrometheus()).poll(NEXT)
+    assert resumed.scores == direct.scores and len(next(iter(direct.scores.values()))) == 150
+    assert resumed.anomalies == direct.anomalies
+
+
+def test_a_plain_json_state_from_an_older_build_still_loads(tmp_path: Path) -> None:
+    """Older builds wrote the state as plain JSON: it loads, scores on, and is saved gzipped."""
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(SAVED, separators=(",", ":")))
+    loaded = load_state(path)
+    assert loaded == SAVED
+    watcher = Watcher.from_state(loaded, _settings(), FakePrometheus())
+    watcher.poll(NEXT)
+    save_state(path, watcher.to_state())
+    assert path.read_bytes().startswith(b"\x1f\x8b")
+    again = load_state(path)
+    assert again is not None and again["polls"] == SAVED["polls"] + 1
+
+
+def test_a_gzip_bomb_is_refused_without_inflating_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 64 KB file that inflates to 64 MB, against a bound of 1 MB: refused, naming the
+    bound, having inflated no more than it."""
+    from seenbefore.detection import watch_state
+
+    monkeypatch.setattr(watch_state, "MAX_STATE_BYTES", 1_000_000)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b" " * 2**20  # JSON whitespace: valid, were it not for its size
+    bomb = b"".join(squeeze.compress(chunk) for _ in range(64)) + squeeze.flush()
+    assert len(bomb) < 100_000
+    path = tmp_path / "state.json"
+    path.write_bytes(bomb)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError) as refused:
+            load_state(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    said = str(refused.value)
+    assert "inflates to more than the 1,000,000 bytes a watch state may be" in said
+    assert "give another --state or delete it" in said
+    assert peak < 8 * 2**20, peak
+
+
+def test_a_damaged_or_truncated_gzip_state_is_refused(tmp_path: Path) -> None:
+    """Cut short, a byte flipped (the CRC catches what inflates), bytes after it, or gzip with
+    no JSON inside: each an InputError that says so and how to go on, never a traceback."""
+    data = encode_state(SAVED)
+    middle = len(data) // 2
+    cases = {
+        "cut in half": (data[:middle], "truncated gzip watch state"),
+        "cut before its trailer": (data[:-4], "truncated gzip watch state"),
+        "a byte flipped": (
+            data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :],
+            "damaged gzip watch state",
+        ),
+        "its CRC flipped": (
+            data[:-8] + bytes([data[-8] ^ 0xFF]) + data[-7:],
+            "damaged gzip watch state",
+        ),
+        "bytes after it": (data + b"more", "4 bytes after its gzip watch state"),
+        "no JSON inside": (gzip.compress(b"not json", mtime=0), "is not a watch state (not JSON"),
+        "only the magic": (b"\x1f\x8b", "truncated gzip watch state"),
+    }
+    for name, (content, expected) in cases.items():
+        path = tmp_path / "state.json"
+        path.write_bytes(content)
+        with pytest.raises(InputError) as refused:
+            load_state(path)
+        said = str(refused.value)
+        assert expected in said and "give another --state or delete it" in said, (name, said)
 
 
 def test_a_cursor_or_a_last_point_after_now_is_refused() -> None:

@@ -293,7 +293,10 @@ def watch(
         typer.Option(help=f"--prometheus: learning period, points (default {DEFAULT_LEARNING})"),
     ] = None,
     state: Annotated[
-        Path | None, typer.Option(help="--prometheus: state file (<home>/watch/state.json)")
+        Path | None,
+        typer.Option(
+            help="--prometheus: state file, gzip-compressed JSON (<home>/watch/state.json)"
+        ),
     ] = None,
     once: Annotated[bool, typer.Option(help="--prometheus: poll once and exit")] = False,
     investigate: Annotated[bool, typer.Option(help="--prometheus: draft a hypothesis")] = False,

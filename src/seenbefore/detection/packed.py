@@ -118,7 +118,7 @@ def _from_grid(body: str, max_values: int) -> npt.NDArray[np.float32]:
             f"a grid-packed array has {len(parts)} parts, not its codes and off-grid values: the "
             "state file is damaged, start the series afresh"
         )
-    head = _inflate(parts[0], 1, max_values + 5)  # five bytes of header, a byte a value
+    head = _inflate(parts[0], 1, max_values, header=5)  # five bytes of header, a byte a value
     steps, n = (head[0], int.from_bytes(head[1:5], "little")) if len(head) >= 5 else (0, -1)
     codes = np.frombuffer(head[5:], dtype="<u1")
     if not 1 <= steps < _OFF_GRID or len(codes) != n:
@@ -184,12 +184,12 @@ def whole_list(value: object, *, max_values: int = MAX_PACKED_VALUES) -> list[in
     return [int(v) for v in value]
 
 
-def _inflate(body: str, size: int, max_values: int) -> bytes:
-    """The bytes of a packed array's base64 ``body``, at most ``max_values`` items of ``size``
-    bytes ever decompressed."""
+def _inflate(body: str, size: int, max_values: int, *, header: int = 0) -> bytes:
+    """The bytes of a packed array's base64 ``body``, at most ``header`` bytes and
+    ``max_values`` items of ``size`` bytes ever decompressed."""
     try:
         inflate = zlib.decompressobj()
-        data = inflate.decompress(base64.b64decode(body, validate=True), size * max_values)
+        data = inflate.decompress(base64.b64decode(body, validate=True), header + size * max_values)
         over = bool(inflate.unconsumed_tail) or len(inflate.decompress(b"", 1)) > 0
     except (ValueError, zlib.error) as exc:
         raise InputError(f"a packed array does not decode ({exc}); start afresh") from None

@@ -84,8 +84,8 @@ class Settings(BaseModel):
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint")
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    # 60 s: the slowest draft with SmolLM2-135M on two cores took 47.7 s (a reply run to its
-    # 800-token limit); benchmarks/results/llm_drafts.json
+    # 60 s: the slowest draft with SmolLM2-135M on two cores took 47.7 s when chosen, 54.0 s in
+    # the latest run (a reply run to its 800-token limit); benchmarks/results/llm_drafts.json
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_context_tokens: int | None = Field(
         default=None,

@@ -1,12 +1,14 @@
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from seenbefore.calibration.fitting import L2
-from seenbefore.calibration.labelled import fit_confidence, mean_rr
+from seenbefore.calibration.labelled import calibration_metrics, fit_confidence, mean_rr
 from seenbefore.calibration.logistic import fit_logistic_nonnegative
 from seenbefore.calibration.runs import CaseRun, fuse_offline, reciprocal_rank
+from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.errors import InputError
 from seenbefore.evaluation.cases import Case, load_cases, split
 
@@ -93,3 +95,17 @@ def test_fit_confidence_separates_good_and_bad_runs() -> None:
     assert model.is_novel(model.predict({"passage_coverage": 0.2}))
     with pytest.raises(ValueError, match="is a precedent and cases where not"):
         fit_confidence(runs[:10], "only good")
+
+
+def test_calibration_metrics_judge_each_case_by_its_query_shapes_thresholds() -> None:
+    """A verdict recomputed for the metrics is the one the search gave: a pager line's
+    thresholds for an alert-shaped query, the overall pair for the rest."""
+    model = ConfidenceModel(
+        weights={}, bias=math.log(0.4 / 0.6), lo=0.1, hi=0.5, shapes={"alert": (0.45, 0.9)}
+    )
+    none = Case("nv", "orders-api: p99 latency 8x", expect_novel=True)
+    as_alert = calibration_metrics(model, [CaseRun(none, "hybrid", ["Z"], shape="alert")])
+    as_prose = calibration_metrics(model, [CaseRun(none, "hybrid", ["Z"], shape="prose")])
+    assert model.predict({}) == pytest.approx(0.4)
+    assert as_alert["novel_recall"] == 1.0  # 0.4 <= the alert lo 0.45: "no precedent"
+    assert as_prose["novel_recall"] == 0.0  # above the overall lo 0.1: "possible"

@@ -16,6 +16,7 @@ from seenbefore.calibration.runs import CaseRun, fuse_offline, reciprocal_rank, 
 from seenbefore.calibration.weights import pick_weight
 from seenbefore.core.confidence import (
     FOUND,
+    NONE,
     ConfidenceModel,
     auroc,
     brier,
@@ -51,8 +52,10 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
     probs = [model.predict(r.signals) for r in runs]
     correct = [r.top_correct for r in runs]
     has_precedent = [int(not r.case.expect_novel) for r in runs]
-    novel_pred = [model.is_novel(p) for p in probs]
-    found = [model.verdict(p) == FOUND for p in probs]
+    # each verdict as the search would give it: its query shape's thresholds, its shared words
+    verdicts = [_verdict(model, r, p) for r, p in zip(runs, probs, strict=True)]
+    novel_pred = [v == NONE for v in verdicts]
+    found = [v == FOUND for v in verdicts]
     expect = [r.case.expect_novel for r in runs]
     tp = sum(p and e for p, e in zip(novel_pred, expect, strict=True))
     return {
@@ -75,6 +78,11 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
             else None
         ),
     }
+
+
+def _verdict(model: ConfidenceModel, run: CaseRun, p: float) -> str:
+    shared = run.signals.get("shared_words")
+    return model.for_shape(run.shape).verdict(p, None if shared is None else int(shared))
 
 
 def _round(v: float) -> float | None:

@@ -31,6 +31,9 @@ class CaseRun:
     confidence: float = 0.0
     novel: bool = False
     latency_ms: float = 0.0
+    # the query's shape as the search saw it (core/confidence.SHAPES; None: unscored), so a
+    # verdict recomputed from these signals uses the thresholds that search would have shown
+    shape: str | None = None
 
     @property
     def top_correct(self) -> int:
@@ -67,6 +70,7 @@ def timed_search(
         result.confidence,
         result.novel,
         latency,
+        result.query_weights.shape if result.query_weights is not None else None,
     )
 
 

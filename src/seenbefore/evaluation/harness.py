@@ -27,6 +27,7 @@ class PipelineOutput:
     draft: Any = None  # a drafted hypothesis, when the pipeline produces one
     graded_score: float | None = None  # model-graded root cause (0-5), when an LLM judge is set
     tokens: int | None = None
+    shape: str | None = None  # the query's shape as the search saw it (CaseRun.shape)
 
 
 Pipeline = Callable[[Case], PipelineOutput]
@@ -42,7 +43,7 @@ def kb_pipeline(
 ) -> Pipeline:
     def run(case: Case) -> PipelineOutput:
         r = run_case(kb, case, mode, tiers=tiers, dense_weight=dense_weight, k=k)
-        return PipelineOutput(r.ranking, r.confidence, r.novel, r.signals)
+        return PipelineOutput(r.ranking, r.confidence, r.novel, r.signals, shape=r.shape)
 
     return run
 
@@ -123,7 +124,12 @@ def _metrics(
     metrics["graded_root_cause"] = sum(graded) / len(graded) if graded else None
     tokens = [o.tokens for o in outputs.values() if o.tokens is not None]
     metrics["tokens_per_case"] = sum(tokens) / len(tokens) if tokens else None
-    runs = {c.id: CaseRun(c, "", outputs[c.id].ranking, outputs[c.id].signals) for c in cases}
+    runs = {
+        c.id: CaseRun(
+            c, "", outputs[c.id].ranking, outputs[c.id].signals, shape=outputs[c.id].shape
+        )
+        for c in cases
+    }
     try:
         model = fit_confidence([runs[c.id] for c in fit], "refit on the fit split")
         held_metrics = calibration_metrics(model, [runs[c.id] for c in held])

@@ -53,7 +53,9 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
     correct = [r.top_correct for r in runs]
     has_precedent = [int(not r.case.expect_novel) for r in runs]
     # each verdict as the search would give it: its query shape's thresholds, its shared words
-    verdicts = [_verdict(model, r, p) for r, p in zip(runs, probs, strict=True)]
+    verdicts = [
+        model.for_shape(r.shape).verdict_for(p, r.signals) for r, p in zip(runs, probs, strict=True)
+    ]
     novel_pred = [v == NONE for v in verdicts]
     found = [v == FOUND for v in verdicts]
     expect = [r.case.expect_novel for r in runs]
@@ -78,11 +80,6 @@ def calibration_metrics(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict
             else None
         ),
     }
-
-
-def _verdict(model: ConfidenceModel, run: CaseRun, p: float) -> str:
-    shared = run.signals.get("shared_words")
-    return model.for_shape(run.shape).verdict(p, None if shared is None else int(shared))
 
 
 def _round(v: float) -> float | None:

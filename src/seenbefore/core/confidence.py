@@ -146,6 +146,12 @@ class ConfidenceModel:
     def verdict(self, p: float, shared: int | None = None) -> str:
         return verdict(p, self.lo, self.hi, shared)
 
+    def verdict_for(self, p: float, signals: Mapping[str, float]) -> str:
+        """The verdict a search gives for ``p`` with these top-document ``signals`` (their
+        ``shared_words``, when measured, caps it at "possible")."""
+        shared = signals.get("shared_words")
+        return self.verdict(p, None if shared is None else int(shared))
+
     def is_novel(self, p: float) -> bool:
         """True when the verdict is "no precedent"."""
         return self.verdict(p) == NONE

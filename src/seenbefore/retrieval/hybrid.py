@@ -120,12 +120,7 @@ class HybridRetriever:
             if fit is not None:
                 fit = replace(fit, lo=model.lo, hi=model.hi, shape=query.weights.shape)
         confidence = model.predict(signals) if model and top else 0.0
-        shared = signals.get("shared_words")
-        verdict = (
-            model.verdict(confidence, None if shared is None else int(shared))
-            if model is not None and top
-            else NONE
-        )
+        verdict = model.verdict_for(confidence, signals) if model is not None and top else NONE
         timings["confidence_ms"] = _ms(clock)
         return SearchResult(
             query=text,

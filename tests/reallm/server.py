@@ -93,15 +93,18 @@ class LlamaServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self._proc.returncode}")
+                said = self.state()
+                self.__exit__(None, None, None)
+                raise RuntimeError(said)
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
                     if r.status == 200:
                         return self
             except (urllib.error.URLError, OSError):
                 time.sleep(0.3)
+        said = self.state()
         self.__exit__(None, None, None)
-        raise RuntimeError(f"llama_cpp.server did not answer within {START_TIMEOUT_S:g} s")
+        raise RuntimeError(f"llama_cpp.server did not answer within {START_TIMEOUT_S:g} s: {said}")
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,9 @@ from typer.testing import CliRunner
 from seenbefore.cli import watch_live
 from seenbefore.cli.app import app
 from seenbefore.detection.ensemble import DEFAULT_PARAMS
+from seenbefore.detection.live_watch import (
+    HISTORY as DAY,
+)
 from seenbefore.detection.live_watch import (
     Watcher,
     WatchSettings,
@@ -59,6 +64,7 @@ def _settings(**kw: Any) -> WatchSettings:
         "since": dt.timedelta(seconds=200),
         "lag": dt.timedelta(0),
         "learning": 100,
+        "history": dt.timedelta(0),  # the backfill is --since's (the day's history: below)
     }
     return WatchSettings(**{**base, **kw})
 
@@ -181,7 +187,8 @@ def test_watch_once_from_the_cli_saves_and_resumes(
     said = " ".join(first.output.split())  # as read, whatever the terminal's width
     assert "state" in said and "(new)" in said
     assert "learning period 100 points (100 s at a 1 s step)" in said
-    assert "the first poll backfills 3 min 20 s from Prometheus" in said  # --since 200s
+    # a day of history, at most 10,000 steps (longer than --since 200s)
+    assert "the first poll backfills 2 h 47 min from Prometheus" in said
     assert "bytes per series" in said and "learning:" not in said  # 201 points > 100
     assert "0 anomalies over 1 series" in said
     second = runner.invoke(app, args)
@@ -230,3 +237,77 @@ def test_the_live_view_shows_each_series() -> None:
     text = out.export_text()
     assert "points seen" in text and "demo_queue_depth{service=checkout-api}" in text
     assert "201" in text and "no anomaly yet" in text
+
+
+DAY_MS = 86_400_000
+
+
+class DailyCycle:
+    """A Prometheus that holds ``days`` of a daily cycle (amplitude 10, noise 1) at a 60 s step
+    before ``now``, with a step of +30 from ``jump_ms`` on (None: none)."""
+
+    def __init__(self, start_ms: int, jump_ms: int | None = None) -> None:
+        self.start_ms, self.jump_ms = start_ms, jump_ms
+
+    def value(self, ms: int) -> float:
+        cycle = 100.0 + 10.0 * math.sin(2 * math.pi * (ms % DAY_MS) / DAY_MS)
+        jump = 30.0 if self.jump_ms is not None and ms >= self.jump_ms else 0.0
+        return cycle + jump + random.Random(ms).gauss(0, 1)
+
+    def __call__(
+        self, query: str, start: dt.datetime, end: dt.datetime, step: dt.timedelta
+    ) -> list[dict[str, Any]]:
+        step_ms = round(step.total_seconds() * 1000)
+        lo = max(round(start.timestamp() * 1000), self.start_ms)
+        lo = -(-lo // step_ms) * step_ms
+        hi = round(end.timestamp() * 1000)
+        values = [[ms / 1000, f"{self.value(ms):.3f}"] for ms in range(lo, hi + 1, step_ms)]
+        labels = {"__name__": "orders_per_minute", "service": "orders"}
+        return [{"metric": labels, "values": values}] if values else []
+
+
+def _live_day(watcher: Watcher, start_ms: int) -> list[Any]:
+    """The anomalies reported over a day of polls every 15 minutes after ``start_ms``."""
+    found = []
+    for k in range(1, 97):
+        found += watcher.poll(_at(start_ms + k * 900_000)).anomalies
+    return found
+
+
+@pytest.mark.parametrize("history_days", [1, 3])
+def test_a_day_of_history_makes_a_daily_cycle_normal_and_a_step_on_it_is_caught_at_once(
+    history_days: int,
+) -> None:
+    """The first poll reads a day back (not --since's hour): a daily cycle seen once is no
+    anomaly on the live day after, and a 30-unit step on it is reported at its first point. With
+    the backfill --since's hour alone (history 0), the cycle itself is reported."""
+    now = (BASE_MS // 60_000) * 60_000
+    start = now - history_days * DAY_MS
+    settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
+    assert settings.backfill == DAY
+    quiet = Watcher(settings, DailyCycle(start))
+    first = quiet.poll(_at(now))
+    assert first.points == 1441 and first.anomalies == []
+    assert _live_day(quiet, now) == []
+
+    jump = now + DAY_MS // 2 + 37 * 60_000
+    stepped = Watcher(settings, DailyCycle(start, jump))
+    stepped.poll(_at(now))
+    [anomaly] = _live_day(stepped, now)
+    assert anomaly.start == _at(jump)
+
+    hour = Watcher(replace(settings, history=dt.timedelta(0)), DailyCycle(start))
+    hour.poll(_at(now))
+    assert len(_live_day(hour, now)) >= 1  # the cycle, reported
+
+
+def test_what_the_history_confirms_before_since_is_returned_apart_not_reported() -> None:
+    now = (BASE_MS // 60_000) * 60_000
+    start = now - DAY_MS
+    jump = now - 3 * 3_600_000  # three hours ago, inside the day read, before --since 1h
+    settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
+    settings = replace(settings, since=dt.timedelta(hours=1))
+    polled = Watcher(settings, DailyCycle(start, jump)).poll(_at(now))
+    assert polled.anomalies == []
+    # the step, and the cycle's first swing (before a day was seen: the history is for that)
+    assert _at(jump) in [a.start for a in polled.history]

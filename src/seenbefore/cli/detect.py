@@ -285,7 +285,10 @@ def watch(
     ] = None,
     since: Annotated[
         str,
-        typer.Option(help="--prometheus: first poll reads back this, or the learning period"),
+        typer.Option(
+            help="--prometheus: what the first poll reports from (it learns from a day back, "
+            "or this or the learning period if longer)"
+        ),
     ] = "1h",
     lag: Annotated[str, typer.Option(help="--prometheus: stay this far behind now")] = "10s",
     learning: Annotated[

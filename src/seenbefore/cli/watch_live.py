@@ -89,7 +89,8 @@ def watch_prometheus(opts: LiveWatch) -> None:
             f"state {path} (resumed, {len(watcher.series)} series)"
             if saved
             else f"the first poll backfills {duration_text(ws.backfill.total_seconds())} from "
-            f"Prometheus; state {path} (new)"
+            f"Prometheus (a day's cycle is learned, not reported; what it confirms before the last "
+            f"{opts.since} is listed, not routed); state {path} (new)"
         )
         + "[/]",
         highlight=False,
@@ -110,6 +111,11 @@ def watch_prometheus(opts: LiveWatch) -> None:
                 kept = triage.process(polled.anomalies).kept
                 # after every poll, before acting on it: a restart never reports twice
                 view.saved = save_state(path, {**watcher.to_state(), "triage": triage.to_state()})
+                for anomaly in polled.history:
+                    view.lines.append(
+                        f"in the history learned from (before the last {opts.since}; not "
+                        f"routed): {anomaly.start:%Y-%m-%d %H:%M:%S} {render_signature(anomaly)}"
+                    )
                 for anomaly in kept:
                     view.lines.append(_handle(anomaly, router, investigate))
                 for fire in polled.unconfirmed:

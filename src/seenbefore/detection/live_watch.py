@@ -6,12 +6,17 @@ at a time, with state that survives a restart.
 it (``EVENT_PARAMS``: no rest after a fire) and a learning period of ``learning`` points
 (``service_ensemble.DEFAULT_LEARNING`` unless given: the one default ``detect`` uses too).
 
-**Backfill.** The first poll reads, per query, ``since`` back or the learning period back,
-whichever is longer (``query_range``, on a grid aligned to the step, so a restarted watcher
-evaluates the same instants): the watcher learns from the history Prometheus holds and is useful
-from its first minute. Later polls read only the steps after the last one read (to now - lag);
-points at or before a series' last timestamp, non-finite values and values beyond ±1e100
-(:data:`~seenbefore.detection.values.MAX_MAGNITUDE`) are skipped.
+**Backfill.** The first poll reads, per query, a day back (``history``; at most
+``MAX_HISTORY_POINTS`` steps), or ``since`` or the learning period back if longer
+(``query_range``, on a grid aligned to the step, so a restarted watcher evaluates the same
+instants): the watcher learns from the history Prometheus holds and is useful from its first
+minute, and with a day seen a daily cycle is learned rather than reported (the
+same-time-yesterday check is armed from the first live point). Only anomalies confirmed in the
+last ``since`` are reported; older ones in the history are returned apart
+(``PollResult.history``), for the record, and are not routed. Later polls read only the steps
+after the last one read (to now - lag); points at or before a series' last timestamp,
+non-finite values and values beyond ±1e100 (:data:`~seenbefore.detection.values.MAX_MAGNITUDE`)
+are skipped.
 
 **Confirmation**: :class:`~seenbefore.detection.confirm.Confirmer`, the rule ``detect`` runs
 (one metric per series here): a fire after the learning period opens an event with its baseline
@@ -67,6 +72,12 @@ from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
 # (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
+# The first poll learns from a day of history, so that a daily cycle has been seen (and the
+# same-time-yesterday check armed) before the first live point; at most this many steps of it
+# (a day at a 15 s step is 5,760; at 1 s, 10,000 steps are 2 h 47 min, and the check waits).
+HISTORY = dt.timedelta(days=1)
+MAX_HISTORY_POINTS = 10_000
+
 Reader = Callable[[str, dt.datetime, dt.datetime, dt.timedelta], list[dict[str, Any]]]
 
 
@@ -81,6 +92,7 @@ class WatchSettings:
     window: int = WINDOW
     lead: int = LEAD
     policy: EventPolicy = ENSEMBLE_POLICY
+    history: dt.timedelta = HISTORY  # learned from on the first poll, reported only in ``since``
 
     @property
     def step_ms(self) -> int:
@@ -103,8 +115,10 @@ class WatchSettings:
 
     @property
     def backfill(self) -> dt.timedelta:
-        """How far back the first poll reads: ``since``, or the learning period if longer."""
-        return max(self.since, self.step * self.learning_points)
+        """How far back the first poll reads: ``history`` (a day; at most
+        ``MAX_HISTORY_POINTS`` steps), or ``since`` or the learning period if longer."""
+        history = min(self.history, self.step * MAX_HISTORY_POINTS)
+        return max(self.since, self.step * self.learning_points, history)
 
     def rule(self) -> Rule:
         return Rule(
@@ -205,6 +219,8 @@ class PollResult:
     seconds: float = 0.0  # spent scoring them (not reading)
     anomalies: list[Anomaly] = field(default_factory=list)
     unconfirmed: list[Fire] = field(default_factory=list)
+    # confirmed in the backfill before the last ``since``: history learned from, not reported
+    history: list[Anomaly] = field(default_factory=list)
     scores: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # key -> (ms, s)
 
 
@@ -227,9 +243,11 @@ class Watcher:
         result = PollResult()
         for query in s.queries:
             last = self.cursor.get(query)
+            report_from = None  # stamps before it are history (the first poll's backfill)
             if last is None:
                 since_ms = round(s.backfill.total_seconds() * 1000)
                 start_ms = ((end_ms - since_ms) // s.step_ms) * s.step_ms
+                report_from = end_ms - round(s.since.total_seconds() * 1000)
             else:
                 start_ms = last + s.step_ms
             if start_ms > end_ms:
@@ -247,7 +265,7 @@ class Watcher:
                 series = self.series.get(key) or self._new(query, labels)
                 self.series[key] = series
                 started = time.perf_counter()
-                scored = self._score(series, item.get("values", []), result)
+                scored = self._score(series, item.get("values", []), result, report_from)
                 result.seconds += time.perf_counter() - started
                 result.points += len(scored)
                 result.scores.setdefault(key, []).extend(scored)
@@ -264,8 +282,14 @@ class Watcher:
         )
 
     def _score(
-        self, series: Series, values: Sequence[Any], result: PollResult
+        self,
+        series: Series,
+        values: Sequence[Any],
+        result: PollResult,
+        report_from: int | None = None,
     ) -> list[tuple[int, float]]:
+        """Score ``values`` one point at a time; an anomaly confirmed at a stamp before
+        ``report_from`` goes to ``result.history`` instead of ``result.anomalies``."""
         scored = []
         for pair in sorted(values, key=lambda p: float(p[0])):
             ms, value = round(float(pair[0]) * 1000), float(pair[1])
@@ -276,6 +300,12 @@ class Watcher:
             for outcome in series.confirmer.update([value], score, ms):
                 if isinstance(outcome, Confirmed) and outcome.joined:
                     series.merged += 1
+                elif (
+                    isinstance(outcome, Confirmed)
+                    and report_from is not None
+                    and (outcome.at < report_from)
+                ):
+                    result.history.append(self._anomaly(series, outcome))
                 elif isinstance(outcome, Confirmed):
                     series.anomalies += 1
                     result.anomalies.append(self._anomaly(series, outcome))

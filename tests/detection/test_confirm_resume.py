@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from seenbefore.detection.confirm import Confirmed, Confirmer
+from seenbefore.detection.confirm import DIFFS, Confirmed, Confirmer
 from seenbefore.detection.ensemble import EVENT_PARAMS
 from seenbefore.detection.live_watch import WatchSettings
 from seenbefore.detection.online import OnlineEnsemble
@@ -63,6 +63,20 @@ def test_an_old_state_without_stamps_still_loads() -> None:
     restored = Confirmer.from_state(["m"], settings.rule(), state)
     assert list(restored.stamps) == []
     assert dt.timedelta(milliseconds=STEP_MS) == settings.step
+
+
+def test_the_day_over_day_differences_are_saved_and_an_older_state_without_them_loads() -> None:
+    settings = WatchSettings(url="http://127.0.0.1:9", queries=("q",), learning=30)
+    rule = settings.rule()
+    confirmer = Confirmer(["m"], rule)
+    rng = np.random.default_rng(0)
+    for i in range(rule.day + 100 * rule.day_stride):  # a day, then 100 kept slots more
+        confirmer.update([100.0 + rng.normal()], 0.0, i * STEP_MS)
+    state = json.loads(json.dumps(confirmer.to_state()))
+    restored = Confirmer.from_state(["m"], rule, state)
+    assert len(restored.diffs[0]) == DIFFS and list(restored.diffs[0]) == list(confirmer.diffs[0])
+    del state["diffs"]  # as written before the differences were kept
+    assert list(Confirmer.from_state(["m"], rule, state).diffs[0]) == []
 
 
 def _version_1(confirmer: Confirmer) -> dict[str, object]:

@@ -243,8 +243,8 @@ DAY_MS = 86_400_000
 
 
 class DailyCycle:
-    """A Prometheus that holds ``days`` of a daily cycle (amplitude 10, noise 1) at a 60 s step
-    before ``now``, with a step of +30 from ``jump_ms`` on (None: none)."""
+    """A Prometheus that holds a daily cycle (amplitude 10, noise 1) from ``start_ms`` on, with
+    a step of +30 from ``jump_ms`` on (None: none)."""
 
     def __init__(self, start_ms: int, jump_ms: int | None = None) -> None:
         self.start_ms, self.jump_ms = start_ms, jump_ms
@@ -274,23 +274,25 @@ def _live_day(watcher: Watcher, start_ms: int) -> list[Any]:
     return found
 
 
-@pytest.mark.parametrize("history_days", [1, 3])
+@pytest.mark.parametrize(("history_days", "step_s"), [(1, 60), (3, 60), (1, 300)])
 def test_a_day_of_history_makes_a_daily_cycle_normal_and_a_step_on_it_is_caught_at_once(
-    history_days: int,
+    history_days: int, step_s: int
 ) -> None:
     """The first poll reads a day back (not --since's hour): a daily cycle seen once is no
-    anomaly on the live day after, and a 30-unit step on it is reported at its first point. With
-    the backfill --since's hour alone (history 0), the cycle itself is reported."""
-    now = (BASE_MS // 60_000) * 60_000
+    anomaly on the live day after, and a 30-unit step on it is reported at its first point (at
+    a 5-minute step too, where the window's scale holds most of the cycle: the step is apart
+    from yesterday in the scale of day-over-day differences). With the backfill --since's hour
+    alone (history 0), the cycle itself is reported."""
+    now = (BASE_MS // 3_600_000) * 3_600_000
     start = now - history_days * DAY_MS
-    settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
+    settings = _settings(step=dt.timedelta(seconds=step_s), learning=None, history=DAY)
     assert settings.backfill == DAY
     quiet = Watcher(settings, DailyCycle(start))
     first = quiet.poll(_at(now))
-    assert first.points == 1441 and first.anomalies == []
+    assert first.points == 86_400 // step_s + 1 and first.anomalies == []
     assert _live_day(quiet, now) == []
 
-    jump = now + DAY_MS // 2 + 37 * 60_000
+    jump = now + DAY_MS // 2 + 35 * 60_000
     stepped = Watcher(settings, DailyCycle(start, jump))
     stepped.poll(_at(now))
     [anomaly] = _live_day(stepped, now)

@@ -18,7 +18,10 @@ a fresh one (a stale baseline confirms nothing).
 **deviates** when its robust z against the frozen baseline reaches ``deviation_z`` -- or, for a
 slow drift that the baseline window followed, its z against the learned level reaches 10 and is
 twice the windowed one -- and, once a day of points has been seen, it is also ``deviation_z``
-(in the same scale) from the value one day earlier (a daily ramp is no anomaly). The event
+from the value one day earlier (a daily ramp is no anomaly): in the same scale, or from the
+median of the last ``DIFFS`` day-over-day differences in their robust scale (with at least
+``MIN_DIFFS`` of them: on a daily cycle wider than its noise the window's scale holds the
+cycle, and a real step is no further from yesterday than the cycle's spread). The event
 becomes an anomaly when one metric has deviated on ``sustain`` points, each within
 ``close_after`` points of the one before (a lone earlier point is forgotten); the anomaly names
 the metrics that have, and starts at the first of those points. A fire that closes
@@ -54,6 +57,12 @@ LEVEL_Z = 10.0  # a drift is described against the learned level when that z is 
 # series at its defaults); they are thinned on reading (Confirmer.from_state).
 DAY_SLOTS = 288
 DAY_SLOTS_V1 = 1440
+# Day-over-day differences kept (one per kept day slot, the latest): their robust scale is what
+# "apart from a day earlier" is also measured in, once MIN_DIFFS are held. On a daily cycle
+# wider than its noise, the window's scale holds the cycle and a real step is no further from
+# yesterday than the cycle's spread; the differences' scale holds only the noise.
+DIFFS = 48
+MIN_DIFFS = 12
 # 2: the windows held at float32 precision (and packed so: detection/packed.py) and 288 day slots
 STATE_VERSION = 2
 READS = (1, 2)  # the versions from_state reads
@@ -190,6 +199,7 @@ class Confirmer:
         self.recent: list[deque[float]] = [deque(maxlen=rule.window + rule.back) for _ in range(k)]
         self.stamps: deque[int] = deque(maxlen=max(1, rule.back))  # of the last ``back`` points
         self.day: list[deque[float]] = [deque(maxlen=rule.day_capacity()) for _ in range(k)]
+        self.diffs: list[deque[float]] = [deque(maxlen=DIFFS) for _ in range(k)]
         self.head: list[list[float]] = [[] for _ in range(k)]
         self.level: list[tuple[float, float]] | None = None
         self.event: _Event | None = None
@@ -258,7 +268,10 @@ class Confirmer:
             kept = single(v)  # float32 precision, as saved: a restart changes nothing
             self.recent[j].append(kept)
             if t % rule.day_stride == 0:
-                self.day[j].append(kept)
+                day = self.day[j]
+                if rule.day and len(day) >= rule.day_kept:
+                    self.diffs[j].append(single(kept - day[len(day) - rule.day_kept]))
+                day.append(kept)
         self.stamps.append(stamp)
         self.t += 1
         return out
@@ -324,12 +337,22 @@ class Confirmer:
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is
-        ``deviation_z`` from the value a day before it (True before a day has been seen)."""
+        ``deviation_z`` from the value a day before it (True before a day has been seen): in
+        ``scale``, or -- with ``MIN_DIFFS`` day-over-day differences kept -- from their median
+        in their robust scale (floored at 1 % of the value)."""
         kept, rule = self.day[j], self.rule
         slot = rule.day_kept + ago // rule.day_stride
         if not rule.day or len(kept) < slot:
             return True
-        return abs(value - kept[len(kept) - slot]) / scale >= rule.policy.deviation_z
+        change = value - kept[len(kept) - slot]
+        limit = rule.policy.deviation_z
+        if abs(change) / scale >= limit:
+            return True
+        diffs = self.diffs[j]
+        if len(diffs) < MIN_DIFFS:
+            return False
+        med, spread = _level(diffs)
+        return abs(change - med) / max(spread, 0.01 * abs(value) + 1e-6) >= limit
 
     def _look_back(self, event: _Event, now: int) -> Confirmed | None:
         """The points a new event's fire (at stamp ``now``) looks back at, oldest first."""
@@ -487,8 +510,8 @@ class Confirmer:
 
     def retained(self) -> int:
         """How many numbers the rule keeps now."""
-        kept = zip(self.recent, self.day, self.head, strict=True)
-        held = sum(len(r) + len(d) + len(h) for r, d, h in kept)
+        kept = zip(self.recent, self.day, self.head, self.diffs, strict=True)
+        held = sum(len(r) + len(d) + len(h) + len(f) for r, d, h, f in kept)
         return held + (len(self.metrics) * 8 if self.event else 0)
 
     def to_state(self) -> dict[str, Any]:
@@ -498,6 +521,7 @@ class Confirmer:
             "t": self.t,
             "recent": [pack32(r) for r in self.recent],
             "day": [pack32(d) for d in self.day],
+            "diffs": [pack32(d) for d in self.diffs],
             "head": [pack(h) for h in self.head],
             "level": [list(v) for v in self.level] if self.level else None,
             "event": None if event is None else _event_state(event),
@@ -525,6 +549,8 @@ class Confirmer:
             c.recent[j].extend(single(v) for v in unpack(state["recent"][j]))
             day = [single(v) for v in unpack(state["day"][j])]
             c.day[j].extend(day if version == STATE_VERSION else c._thinned(day))
+            if "diffs" in state:  # written since the differences' scale (older: none kept)
+                c.diffs[j].extend(single(v) for v in unpack(state["diffs"][j]))
             c.head[j] = unpack(state["head"][j])
         level = state["level"]
         c.level = [(float(a), float(b)) for a, b in level] if level else None

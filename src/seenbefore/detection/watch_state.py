@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from seenbefore.detection import state_schema as s
-from seenbefore.detection.confirm import DAY_SLOTS, DAY_SLOTS_V1, Confirmer, Rule
+from seenbefore.detection.confirm import DAY_SLOTS, DAY_SLOTS_V1, DIFFS, Confirmer, Rule
 from seenbefore.detection.confirm import READS as CONFIRM_READS
 from seenbefore.detection.online import MAX_CONTEXTS, VALUES_VERSION, OnlineEnsemble, _plain
 from seenbefore.detection.online import STATE_VERSION as ONLINE_VERSION
@@ -282,6 +282,7 @@ def _confirmer(k: int) -> s.Check:
             "t": _INT,
             "recent": each(_PACKED),
             "day": each(_PACKED),
+            "diffs": each(_PACKED),
             "head": each(_PACKED),
             "level": s.optional(each(scaled)),
             "event": s.optional(event),
@@ -289,7 +290,8 @@ def _confirmer(k: int) -> s.Check:
             "back": s.pair(_INT, s.optional(_MS)),
             "stamps": s.list_of(_MS, max_items=MAX_BACK),
         },
-        optional_keys=frozenset({"stamps"}),  # written since a restart keeps them
+        # written since a restart keeps them / since the day-over-day differences' scale
+        optional_keys=frozenset({"stamps", "diffs"}),
     )
 
 
@@ -321,10 +323,11 @@ def _confirmer_invariants(state: Mapping[str, Any], path: str, rule: Rule, limit
         "recent": fresh.recent[0].maxlen or 0,
         # version 1 kept one a minute (DAY_SLOTS_V1); from_state thins it
         "day": rule.day_capacity(DAY_SLOTS if state["version"] > 1 else DAY_SLOTS_V1),
+        "diffs": DIFFS,
         "head": learning,
     }
     for name, most in bounds.items():
-        for j, text in enumerate(state[name]):
+        for j, text in enumerate(state.get(name, ())):
             n = len(unpack(text))  # InputError past MAX_PACKED_VALUES, or if not finite
             if n > most:
                 s.refuse(f"{path}.{name}[{j}]", f"{n} values", f"at most {most} (the rule's)")

@@ -186,3 +186,45 @@ def test_the_live_watcher_joins_a_fire_inside_a_lasting_shift_to_its_anomaly() -
         .confirmer.hold
         == series.confirmer.hold
     )
+
+
+def _cycle_run(x: np.ndarray, fire: int, day: int | None) -> ens.ServiceRun:
+    """The rule with a window of a whole day (its scale holds the cycle), firing at ``fire``."""
+    scores = np.zeros(len(x))
+    scores[fire] = 1.0
+    rule = Rule(policy=EventPolicy(sustain=2), learning=20, window=DAY, day=day)
+    return ens.confirm_service(
+        service="svc",
+        cloud="",
+        region="",
+        timestamps=[T0 + i * STEP for i in range(len(x))],
+        metrics=["load"],
+        X=x[:, None],
+        scores=scores,
+        rule=rule,
+    )
+
+
+def test_a_step_on_a_daily_cycle_wider_than_it_is_confirmed_against_yesterday() -> None:
+    """A +6 step on a cycle of amplitude 10 (noise 0.5) is no deviation against a window that
+    holds the cycle; with a day seen it is 6 from the same time yesterday, where the
+    day-over-day differences spread about 0.7."""
+    t = np.arange(4 * DAY)
+    x = 100 + 10 * np.sin(2 * np.pi * t / DAY) + np.random.default_rng(5).normal(0, 0.5, len(t))
+    step = 3 * DAY + 20
+    x[step:] += 6
+    assert _cycle_run(x, step, None).anomalies == []  # the window alone: the cycle's spread
+    [found] = _cycle_run(x, step, DAY).anomalies
+    assert _at(found.start) == step
+    [deviation] = found.deviations
+    # against what yesterday says for that time: the step, give or take the noise
+    assert deviation.direction == "up" and abs(deviation.value - deviation.baseline - 6) < 2
+
+
+def test_an_incident_yesterday_does_not_make_todays_normal_values_an_anomaly() -> None:
+    """Without a daily cycle (the window's scale is the noise's), a point is not judged against
+    yesterday's value alone: yesterday's +8 for ten points does not make today's 100 a drop."""
+    x = 100 + np.random.default_rng(6).normal(0, 1, 4 * DAY)
+    x[2 * DAY + 20 : 2 * DAY + 30] += 8
+    run = _cycle_run(x, 3 * DAY + 20, DAY)
+    assert run.anomalies == [] and len(run.unconfirmed) == 1

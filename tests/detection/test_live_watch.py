@@ -274,15 +274,15 @@ def _live_day(watcher: Watcher, start_ms: int) -> list[Any]:
     return found
 
 
-@pytest.mark.parametrize(("history_days", "step_s"), [(1, 60), (3, 60), (1, 300)])
+@pytest.mark.parametrize(("history_days", "step_s"), [(1, 60), (3, 60), (1, 300), (1, 900)])
 def test_a_day_of_history_makes_a_daily_cycle_normal_and_a_step_on_it_is_caught_at_once(
     history_days: int, step_s: int
 ) -> None:
     """The first poll reads a day back (not --since's hour): a daily cycle seen once is no
     anomaly on the live day after, and a 30-unit step on it is reported at its first point (at
-    a 5-minute step too, where the window's scale holds most of the cycle: the step is apart
-    from yesterday in the scale of day-over-day differences). With the backfill --since's hour
-    alone (history 0), the cycle itself is reported."""
+    5- and 15-minute steps too, where the window's scale holds most of the cycle: the step is
+    judged against the same time yesterday, in the scale of day-over-day differences). With the
+    backfill --since's hour alone (history 0), the cycle itself is reported."""
     now = (BASE_MS // 3_600_000) * 3_600_000
     start = now - history_days * DAY_MS
     settings = _settings(step=dt.timedelta(seconds=step_s), learning=None, history=DAY)
@@ -296,7 +296,8 @@ def test_a_day_of_history_makes_a_daily_cycle_normal_and_a_step_on_it_is_caught_
     stepped = Watcher(settings, DailyCycle(start, jump))
     stepped.poll(_at(now))
     [anomaly] = _live_day(stepped, now)
-    assert anomaly.start == _at(jump)
+    step_ms = step_s * 1000
+    assert anomaly.start == _at(-(-jump // step_ms) * step_ms)  # the first point of the step
 
     hour = Watcher(replace(settings, history=dt.timedelta(0)), DailyCycle(start))
     hour.poll(_at(now))

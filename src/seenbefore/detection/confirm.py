@@ -17,22 +17,26 @@ a fresh one (a stale baseline confirms nothing).
 **Confirmation.** While an event is open, within ``lead`` points of its fire, a metric's point
 **deviates** when its robust z against the frozen baseline reaches ``deviation_z`` -- or, for a
 slow drift that the baseline window followed, its z against the learned level reaches 10 and is
-twice the windowed one -- and, once a day of points has been seen, it is also ``deviation_z``
-from the value one day earlier (a daily ramp is no anomaly): in the same scale, or from the
-median of the last ``DIFFS`` day-over-day differences in their robust scale (with at least
-``MIN_DIFFS`` of them: on a daily cycle wider than its noise the window's scale holds the
-cycle, and a real step is no further from yesterday than the cycle's spread). The event
-becomes an anomaly when one metric has deviated on ``sustain`` points, each within
-``close_after`` points of the one before (a lone earlier point is forgotten); the anomaly names
-the metrics that have, and starts at the first of those points. A fire that closes
-without that is **unconfirmed**, with the reason (:attr:`Unconfirmed.why`).
+twice the windowed one; or, on a daily cycle (the window's scale at least ``SEASONAL_RATIO``
+times the day-over-day differences'), its z against the same time yesterday (that value plus the
+differences' median, in their robust scale) reaches ``deviation_z`` -- and, once a day of points
+has been seen, it is also ``deviation_z`` from the value one day earlier (a daily ramp is no
+anomaly): in the same scale, or from the median of the last ``DIFFS`` day-over-day differences
+in their robust scale (with at least ``MIN_DIFFS`` of them: on a daily cycle wider than its
+noise the window's scale holds the cycle, and a real step is no further from yesterday than the
+cycle's spread). The event becomes an anomaly when one metric has deviated on ``sustain``
+points, each within ``close_after`` points of the one before (a lone earlier point is
+forgotten); the anomaly names the metrics that have, and starts at the first of those points. A
+fire that closes without that is **unconfirmed**, with the reason (:attr:`Unconfirmed.why`).
 
 **Lasting.** An anomaly lasts until its metrics have been back for ``close_after`` points in a
 row (it ends at the first of them); a metric is back when it is no longer ``deviation_z`` (in
 the scale it was named in) from the baseline it was named against, in its direction, or -- with
-a day seen -- from the value a day earlier. An event confirmed while it lasts is the same incident when it
-names only metrics of that anomaly (a new extreme of a shift that lasts); with ``join_any``
-any event of the service confirmed meanwhile joins it, and what it names is added.
+a day seen -- from the value a day earlier; on a daily cycle it is not back while it stays
+``deviation_z`` from the same time yesterday, the way it went. An event confirmed while it lasts
+is the same incident when it names only metrics of that anomaly (a new extreme of a shift that
+lasts); with ``join_any`` any event of the service confirmed meanwhile joins it, and what it
+names is added.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ DAY_SLOTS_V1 = 1440
 # yesterday than the cycle's spread; the differences' scale holds only the noise.
 DIFFS = 48
 MIN_DIFFS = 12
+# A point deviates against the same time yesterday (when its windowed z does not) only where
+# the window's scale is at least this many times the day-over-day differences' (a daily cycle
+# wider than the noise: on a series without one, the differences' scale is ~1.4 times the
+# window's, and an incident yesterday must not make today's normal values look like one).
+SEASONAL_RATIO = 3.0
 # 2: the windows held at float32 precision (and packed so: detection/packed.py) and 288 day slots
 STATE_VERSION = 2
 READS = (1, 2)  # the versions from_state reads
@@ -314,7 +323,9 @@ class Confirmer:
             last_hit=[-1] * k,
         )
 
-    def _z(self, j: int, value: float, event: _Event) -> tuple[float, float, float, float] | None:
+    def _z(
+        self, j: int, value: float, event: _Event, ago: int = 0
+    ) -> tuple[float, float, float, float] | None:
         """(z, baseline, scale, day scale) of ``value`` for metric ``j`` in this event (module
         docstring). The day scale, what a day-over-day difference is measured in, is the
         larger of the two: a level learned at night must not make the daytime's ordinary
@@ -331,9 +342,35 @@ class Confirmer:
             if abs(lz) >= LEVEL_Z and (math.isnan(z) or abs(lz) > 2 * abs(z)):
                 z, baseline, scale = lz, med, lscale
                 day_scale = lscale if math.isnan(day_scale) else max(day_scale, lscale)
+        seasonal = self._seasonal(j, value, ago)
+        limit = self.rule.policy.deviation_z
+        if (
+            seasonal is not None
+            and abs(seasonal[0]) >= limit
+            and not math.isnan(z)
+            and abs(z) < limit
+            and seasonal[2] * SEASONAL_RATIO <= scale
+        ):
+            # a daily cycle wider than its noise: the window's scale is mostly the cycle
+            z, baseline, scale = seasonal
+            day_scale = scale
         if math.isnan(z):
             return None
         return max(-CLIP, min(CLIP, z)), baseline, scale, day_scale
+
+    def _seasonal(self, j: int, value: float, ago: int = 0) -> tuple[float, float, float] | None:
+        """(z, expected, scale) of ``value`` (of the point ``ago`` points before the current
+        one) against the same time a day earlier: its difference from that value, less the
+        median of the last day-over-day differences, in their robust scale (floored at 1 % of
+        the value); None before a day and ``MIN_DIFFS`` differences have been seen."""
+        kept, rule, diffs = self.day[j], self.rule, self.diffs[j]
+        slot = rule.day_kept + ago // rule.day_stride
+        if not rule.day or len(kept) < slot or len(diffs) < MIN_DIFFS:
+            return None
+        med, spread = _level(diffs)
+        spread = max(spread, 0.01 * abs(value) + 1e-6)
+        expected = kept[len(kept) - slot] + med
+        return (value - expected) / spread, expected, spread
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is
@@ -344,15 +381,11 @@ class Confirmer:
         slot = rule.day_kept + ago // rule.day_stride
         if not rule.day or len(kept) < slot:
             return True
-        change = value - kept[len(kept) - slot]
         limit = rule.policy.deviation_z
-        if abs(change) / scale >= limit:
+        if abs(value - kept[len(kept) - slot]) / scale >= limit:
             return True
-        diffs = self.diffs[j]
-        if len(diffs) < MIN_DIFFS:
-            return False
-        med, spread = _level(diffs)
-        return abs(change - med) / max(spread, 0.01 * abs(value) + 1e-6) >= limit
+        seasonal = self._seasonal(j, value, ago)
+        return seasonal is not None and abs(seasonal[0]) >= limit
 
     def _look_back(self, event: _Event, now: int) -> Confirmed | None:
         """The points a new event's fire (at stamp ``now``) looks back at, oldest first."""
@@ -378,7 +411,7 @@ class Confirmer:
         p = self.rule.policy
         for j, raw in enumerate(values):
             v = float(raw)
-            found = self._z(j, v, event)
+            found = self._z(j, v, event, ago)
             if found is None:
                 continue
             z, baseline, scale, day_scale = found
@@ -474,6 +507,13 @@ class Confirmer:
         for j, (baseline, scale, sign, day_scale) in self.hold[1].items():
             v = float(values[j])
             if (v - baseline) * sign / scale >= limit and self._day_apart(j, v, day_scale):
+                return True
+            seasonal = self._seasonal(j, v)  # on a daily cycle: still apart from yesterday
+            if (
+                seasonal is not None
+                and seasonal[0] * sign >= limit
+                and seasonal[2] * SEASONAL_RATIO <= scale
+            ):
                 return True
         return False
 

@@ -206,19 +206,19 @@ def _cycle_run(x: np.ndarray, fire: int, day: int | None) -> ens.ServiceRun:
 
 
 def test_a_step_on_a_daily_cycle_wider_than_it_is_confirmed_against_yesterday() -> None:
-    """A +6 step on a cycle of amplitude 10 (noise 0.5) is no deviation against a window that
-    holds the cycle; with a day seen it is 6 from the same time yesterday, where the
-    day-over-day differences spread about 0.7."""
+    """A +20 step on a cycle of amplitude 10 (noise 0.5) is about 2.4 robust z against a window
+    that holds the cycle, so not a deviation there; with a day seen it is 20 from what yesterday
+    says for that time, where the day-over-day differences spread about 0.7: it deviates."""
     t = np.arange(4 * DAY)
     x = 100 + 10 * np.sin(2 * np.pi * t / DAY) + np.random.default_rng(5).normal(0, 0.5, len(t))
     step = 3 * DAY + 20
-    x[step:] += 6
+    x[step:] += 20
     assert _cycle_run(x, step, None).anomalies == []  # the window alone: the cycle's spread
     [found] = _cycle_run(x, step, DAY).anomalies
     assert _at(found.start) == step
     [deviation] = found.deviations
     # against what yesterday says for that time: the step, give or take the noise
-    assert deviation.direction == "up" and abs(deviation.value - deviation.baseline - 6) < 2
+    assert deviation.direction == "up" and abs(deviation.value - deviation.baseline - 20) < 2
 
 
 def test_an_incident_yesterday_does_not_make_todays_normal_values_an_anomaly() -> None:

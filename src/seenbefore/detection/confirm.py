@@ -17,17 +17,19 @@ a fresh one (a stale baseline confirms nothing).
 **Confirmation.** While an event is open, within ``lead`` points of its fire, a metric's point
 **deviates** when its robust z against the frozen baseline reaches ``deviation_z`` -- or, for a
 slow drift that the baseline window followed, its z against the learned level reaches 10 and is
-twice the windowed one; or, on a daily cycle (the window's scale at least ``SEASONAL_RATIO``
-times the day-over-day differences'), its z against the same time yesterday (that value plus the
-differences' median, in their robust scale) reaches ``deviation_z`` -- and, once a day of points
-has been seen, it is also ``deviation_z`` from the value one day earlier (a daily ramp is no
-anomaly): in the same scale, or from the median of the last ``DIFFS`` day-over-day differences
-in their robust scale (with at least ``MIN_DIFFS`` of them: on a daily cycle wider than its
-noise the window's scale holds the cycle, and a real step is no further from yesterday than the
-cycle's spread). The event becomes an anomaly when one metric has deviated on ``sustain``
-points, each within ``close_after`` points of the one before (a lone earlier point is
-forgotten); the anomaly names the metrics that have, and starts at the first of those points. A
-fire that closes without that is **unconfirmed**, with the reason (:attr:`Unconfirmed.why`).
+twice the windowed one; or, on a daily cycle, its windowed z is at least half ``deviation_z``
+and its z against the same time yesterday reaches it -- and, once a day of points has been seen,
+it is also ``deviation_z`` from the value one day earlier (a daily ramp is no anomaly), in the
+same scale or, on a daily cycle, in the cycle's. *On a daily cycle* means: with ``MIN_DIFFS`` of
+the last ``DIFFS`` day-over-day differences kept, the window's scale is at least
+``SEASONAL_RATIO`` times theirs (a cycle wider than its noise: the window's scale holds the
+cycle, and a real step is no further from yesterday than the cycle's spread); the z against
+yesterday is then the point's distance from yesterday's value plus the differences' median, in
+the window's scale divided by ``SEASONAL_RATIO``. The event becomes an anomaly when one metric
+has deviated on ``sustain`` points, each within ``close_after`` points of the one before (a lone
+earlier point is forgotten); the anomaly names the metrics that have, and starts at the first of
+those points. A fire that closes without that is **unconfirmed**, with the reason
+(:attr:`Unconfirmed.why`).
 
 **Lasting.** An anomaly lasts until its metrics have been back for ``close_after`` points in a
 row (it ends at the first of them); a metric is back when it is no longer ``deviation_z`` (in
@@ -61,16 +63,16 @@ LEVEL_Z = 10.0  # a drift is described against the learned level when that z is 
 # series at its defaults); they are thinned on reading (Confirmer.from_state).
 DAY_SLOTS = 288
 DAY_SLOTS_V1 = 1440
-# Day-over-day differences kept (one per kept day slot, the latest): their robust scale is what
-# "apart from a day earlier" is also measured in, once MIN_DIFFS are held. On a daily cycle
-# wider than its noise, the window's scale holds the cycle and a real step is no further from
+# Day-over-day differences kept (one per kept day slot, the latest): once MIN_DIFFS are held,
+# their robust scale says whether a series has a daily cycle wider than its noise (module
+# docstring). There the window's scale holds the cycle and a real step is no further from
 # yesterday than the cycle's spread; the differences' scale holds only the noise.
 DIFFS = 48
 MIN_DIFFS = 12
-# A point deviates against the same time yesterday (when its windowed z does not) only where
-# the window's scale is at least this many times the day-over-day differences' (a daily cycle
-# wider than the noise: on a series without one, the differences' scale is ~1.4 times the
-# window's, and an incident yesterday must not make today's normal values look like one).
+# A daily cycle: the window's scale at least this many times the day-over-day differences' (on a
+# series without one the differences' scale is about 1.4 times the window's, and an incident
+# yesterday must not make today's normal values look like one); the z against yesterday is
+# measured in the window's scale divided by it.
 SEASONAL_RATIO = 3.0
 # 2: the windows held at float32 precision (and packed so: detection/packed.py) and 288 day slots
 STATE_VERSION = 2
@@ -342,35 +344,35 @@ class Confirmer:
             if abs(lz) >= LEVEL_Z and (math.isnan(z) or abs(lz) > 2 * abs(z)):
                 z, baseline, scale = lz, med, lscale
                 day_scale = lscale if math.isnan(day_scale) else max(day_scale, lscale)
-        seasonal = self._seasonal(j, value, ago)
         limit = self.rule.policy.deviation_z
-        if (
-            seasonal is not None
-            and abs(seasonal[0]) >= limit
-            and not math.isnan(z)
-            and abs(z) < limit
-            and seasonal[2] * SEASONAL_RATIO <= scale
-        ):
-            # a daily cycle wider than its noise: the window's scale is mostly the cycle
-            z, baseline, scale = seasonal
-            day_scale = scale
+        if not math.isnan(z) and limit / 2 <= abs(z) < limit:
+            seasonal = self._seasonal(j, value, scale, ago)
+            if seasonal is not None and abs(seasonal[0]) >= limit:
+                z, baseline, scale = seasonal
+                day_scale = scale
         if math.isnan(z):
             return None
         return max(-CLIP, min(CLIP, z)), baseline, scale, day_scale
 
-    def _seasonal(self, j: int, value: float, ago: int = 0) -> tuple[float, float, float] | None:
+    def _seasonal(
+        self, j: int, value: float, scale: float, ago: int = 0
+    ) -> tuple[float, float, float] | None:
         """(z, expected, scale) of ``value`` (of the point ``ago`` points before the current
-        one) against the same time a day earlier: its difference from that value, less the
-        median of the last day-over-day differences, in their robust scale (floored at 1 % of
-        the value); None before a day and ``MIN_DIFFS`` differences have been seen."""
+        one) against the same time a day earlier -- that value plus the median of the last
+        day-over-day differences -- on a daily cycle: where ``scale`` (the window's) is at least
+        ``SEASONAL_RATIO`` times the differences' robust scale, and in ``scale`` divided by
+        it; None before a day and ``MIN_DIFFS`` differences have been seen, or without a
+        cycle."""
         kept, rule, diffs = self.day[j], self.rule, self.diffs[j]
         slot = rule.day_kept + ago // rule.day_stride
         if not rule.day or len(kept) < slot or len(diffs) < MIN_DIFFS:
             return None
         med, spread = _level(diffs)
-        spread = max(spread, 0.01 * abs(value) + 1e-6)
+        if max(spread, 0.01 * abs(value) + 1e-6) * SEASONAL_RATIO > scale:
+            return None
         expected = kept[len(kept) - slot] + med
-        return (value - expected) / spread, expected, spread
+        cycle = scale / SEASONAL_RATIO
+        return (value - expected) / cycle, expected, cycle
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is
@@ -384,7 +386,7 @@ class Confirmer:
         limit = rule.policy.deviation_z
         if abs(value - kept[len(kept) - slot]) / scale >= limit:
             return True
-        seasonal = self._seasonal(j, value, ago)
+        seasonal = self._seasonal(j, value, scale, ago)
         return seasonal is not None and abs(seasonal[0]) >= limit
 
     def _look_back(self, event: _Event, now: int) -> Confirmed | None:
@@ -508,12 +510,8 @@ class Confirmer:
             v = float(values[j])
             if (v - baseline) * sign / scale >= limit and self._day_apart(j, v, day_scale):
                 return True
-            seasonal = self._seasonal(j, v)  # on a daily cycle: still apart from yesterday
-            if (
-                seasonal is not None
-                and seasonal[0] * sign >= limit
-                and seasonal[2] * SEASONAL_RATIO <= scale
-            ):
+            seasonal = self._seasonal(j, v, scale)  # on a daily cycle: apart from yesterday
+            if seasonal is not None and seasonal[0] * sign >= limit:
                 return True
         return False
 

@@ -89,7 +89,8 @@ def watch_prometheus(opts: LiveWatch) -> None:
             f"state {path} (resumed, {len(watcher.series)} series)"
             if saved
             else f"the first poll backfills {duration_text(ws.backfill.total_seconds())} from "
-            f"Prometheus (a day's cycle is learned, not reported; what it confirms before the last "
+            f"Prometheus, {ws.backfill / ws.step:,.0f} points a series scored before it reports "
+            f"(a day's cycle is learned, not reported; what it confirms before the last "
             f"{opts.since} is listed, not routed); state {path} (new)"
         )
         + "[/]",

@@ -244,14 +244,17 @@ DAY_MS = 86_400_000
 
 class DailyCycle:
     """A Prometheus that holds a daily cycle (amplitude 10, noise 1) from ``start_ms`` on, with
-    a step of +30 from ``jump_ms`` on (None: none)."""
+    a step of +30 from ``jump_ms`` on (None: none) until ``back_ms`` (None: it stays)."""
 
-    def __init__(self, start_ms: int, jump_ms: int | None = None) -> None:
-        self.start_ms, self.jump_ms = start_ms, jump_ms
+    def __init__(
+        self, start_ms: int, jump_ms: int | None = None, back_ms: int | None = None
+    ) -> None:
+        self.start_ms, self.jump_ms, self.back_ms = start_ms, jump_ms, back_ms
 
     def value(self, ms: int) -> float:
         cycle = 100.0 + 10.0 * math.sin(2 * math.pi * (ms % DAY_MS) / DAY_MS)
-        jump = 30.0 if self.jump_ms is not None and ms >= self.jump_ms else 0.0
+        jumped = self.jump_ms is not None and ms >= self.jump_ms
+        jump = 30.0 if jumped and (self.back_ms is None or ms < self.back_ms) else 0.0
         return cycle + jump + random.Random(ms).gauss(0, 1)
 
     def __call__(
@@ -304,13 +307,16 @@ def test_a_day_of_history_makes_a_daily_cycle_normal_and_a_step_on_it_is_caught_
     assert len(_live_day(hour, now)) >= 1  # the cycle, reported
 
 
-def test_what_the_history_confirms_before_since_is_returned_apart_not_reported() -> None:
+def test_what_the_history_confirms_before_since_is_listed_apart_unless_it_still_lasts() -> None:
     now = (BASE_MS // 60_000) * 60_000
     start = now - DAY_MS
     jump = now - 3 * 3_600_000  # three hours ago, inside the day read, before --since 1h
     settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
     settings = replace(settings, since=dt.timedelta(hours=1))
-    polled = Watcher(settings, DailyCycle(start, jump)).poll(_at(now))
-    assert polled.anomalies == []
+    over = Watcher(settings, DailyCycle(start, jump, jump + 1_800_000)).poll(_at(now))
+    assert over.anomalies == []  # half an hour up, back two and a half hours ago: history
     # the step, and the cycle's first swing (before a day was seen: the history is for that)
-    assert _at(jump) in [a.start for a in polled.history]
+    assert _at(jump) in [a.start for a in over.history]
+    going = Watcher(settings, DailyCycle(start, jump)).poll(_at(now))
+    [still] = going.anomalies  # up three hours ago and still up: reported
+    assert still.start == _at(jump) and _at(jump) not in [a.start for a in going.history]

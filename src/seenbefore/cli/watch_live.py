@@ -91,7 +91,7 @@ def watch_prometheus(opts: LiveWatch) -> None:
             else f"the first poll backfills {duration_text(ws.backfill.total_seconds())} from "
             f"Prometheus, {ws.backfill / ws.step:,.0f} points a series scored before it reports "
             f"(a day's cycle is learned, not reported; what it confirms before the last "
-            f"{opts.since} is listed, not routed); state {path} (new)"
+            f"{opts.since} is listed, not routed, unless it still lasts); state {path} (new)"
         )
         + "[/]",
         highlight=False,

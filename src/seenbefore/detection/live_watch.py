@@ -12,8 +12,8 @@ it (``EVENT_PARAMS``: no rest after a fire) and a learning period of ``learning`
 instants): the watcher learns from the history Prometheus holds and is useful from its first
 minute, and with a day seen a daily cycle is learned rather than reported (the
 same-time-yesterday check is armed from the first live point). Only anomalies confirmed in the
-last ``since`` are reported; older ones in the history are returned apart
-(``PollResult.history``), for the record, and are not routed. Later polls read only the steps
+last ``since``, or older ones that still last, are reported; the rest of the history's are
+returned apart (``PollResult.history``), for the record, and are not routed. Later polls read only the steps
 after the last one read (to now - lag); points at or before a series' last timestamp,
 non-finite values and values beyond ±1e100 (:data:`~seenbefore.detection.values.MAX_MAGNITUDE`)
 are skipped.
@@ -289,8 +289,11 @@ class Watcher:
         report_from: int | None = None,
     ) -> list[tuple[int, float]]:
         """Score ``values`` one point at a time; an anomaly confirmed at a stamp before
-        ``report_from`` goes to ``result.history`` instead of ``result.anomalies``."""
+        ``report_from`` goes to ``result.history`` instead of ``result.anomalies``, unless it
+        still lasts at the last of them (an incident older than ``since`` that is still going
+        is reported)."""
         scored = []
+        history: list[tuple[int, Anomaly]] = []
         for pair in sorted(values, key=lambda p: float(p[0])):
             ms, value = round(float(pair[0]) * 1000), float(pair[1])
             if (series.last_ms is not None and ms <= series.last_ms) or not in_range(value):
@@ -305,7 +308,7 @@ class Watcher:
                     and report_from is not None
                     and (outcome.at < report_from)
                 ):
-                    result.history.append(self._anomaly(series, outcome))
+                    history.append((outcome.start, self._anomaly(series, outcome)))
                 elif isinstance(outcome, Confirmed):
                     series.anomalies += 1
                     result.anomalies.append(self._anomaly(series, outcome))
@@ -319,6 +322,12 @@ class Watcher:
             series.seen += 1
             series.last_score = score
             scored.append((ms, score))
+        for start, anomaly in history:
+            if start == series.confirmer.lasting:
+                series.anomalies += 1
+                result.anomalies.append(anomaly)
+            else:
+                result.history.append(anomaly)
         return scored
 
     def _anomaly(self, series: Series, found: Confirmed) -> Anomaly:

@@ -37,13 +37,21 @@ def daily(days: int, seed: int = 0) -> np.ndarray:
 
 
 def _run(
-    X: np.ndarray, fires: list[int], *, sustain: int = 2, day: int | None = None, **kw: Any
+    X: np.ndarray,
+    fires: list[int],
+    *,
+    sustain: int = 2,
+    day: int | None = None,
+    window: int = 12,
+    **kw: Any,
 ) -> ens.ServiceRun:
     """The rule over ``X`` with the detector firing (score 1) exactly at ``fires``."""
     X = X[:, None] if X.ndim == 1 else X
     scores = np.zeros(len(X))
     scores[fires] = 1.0
-    rule = Rule(policy=EventPolicy(sustain=sustain), learning=20, window=12, day=day, join_any=True)
+    rule = Rule(
+        policy=EventPolicy(sustain=sustain), learning=20, window=window, day=day, join_any=True
+    )
     return ens.confirm_service(
         service="svc",
         cloud="",
@@ -188,23 +196,6 @@ def test_the_live_watcher_joins_a_fire_inside_a_lasting_shift_to_its_anomaly() -
     )
 
 
-def _cycle_run(x: np.ndarray, fire: int, day: int | None) -> ens.ServiceRun:
-    """The rule with a window of a whole day (its scale holds the cycle), firing at ``fire``."""
-    scores = np.zeros(len(x))
-    scores[fire] = 1.0
-    rule = Rule(policy=EventPolicy(sustain=2), learning=20, window=DAY, day=day)
-    return ens.confirm_service(
-        service="svc",
-        cloud="",
-        region="",
-        timestamps=[T0 + i * STEP for i in range(len(x))],
-        metrics=["load"],
-        X=x[:, None],
-        scores=scores,
-        rule=rule,
-    )
-
-
 def test_a_step_on_a_daily_cycle_wider_than_it_is_confirmed_against_yesterday() -> None:
     """A +20 step on a cycle of amplitude 10 (noise 0.5) is about 2.4 robust z against a window
     that holds the cycle, so not a deviation there; with a day seen it is 20 from what yesterday
@@ -213,8 +204,8 @@ def test_a_step_on_a_daily_cycle_wider_than_it_is_confirmed_against_yesterday() 
     x = 100 + 10 * np.sin(2 * np.pi * t / DAY) + np.random.default_rng(5).normal(0, 0.5, len(t))
     step = 3 * DAY + 20
     x[step:] += 20
-    assert _cycle_run(x, step, None).anomalies == []  # the window alone: the cycle's spread
-    [found] = _cycle_run(x, step, DAY).anomalies
+    assert _run(x, [step], window=DAY).anomalies == []  # the window alone: the cycle's spread
+    [found] = _run(x, [step], day=DAY, window=DAY).anomalies
     assert _at(found.start) == step
     [deviation] = found.deviations
     # against what yesterday says for that time: the step, give or take the noise
@@ -226,5 +217,5 @@ def test_an_incident_yesterday_does_not_make_todays_normal_values_an_anomaly() -
     yesterday's value alone: yesterday's +8 for ten points does not make today's 100 a drop."""
     x = 100 + np.random.default_rng(6).normal(0, 1, 4 * DAY)
     x[2 * DAY + 20 : 2 * DAY + 30] += 8
-    run = _cycle_run(x, 3 * DAY + 20, DAY)
+    run = _run(x, [3 * DAY + 20], day=DAY, window=DAY)
     assert run.anomalies == [] and len(run.unconfirmed) == 1

@@ -211,6 +211,8 @@ class Confirmer:
         self.stamps: deque[int] = deque(maxlen=max(1, rule.back))  # of the last ``back`` points
         self.day: list[deque[float]] = [deque(maxlen=rule.day_capacity()) for _ in range(k)]
         self.diffs: list[deque[float]] = [deque(maxlen=DIFFS) for _ in range(k)]
+        # their (median, robust scale), derived from ``diffs`` when first asked after a change
+        self._diff_level: list[tuple[float, float] | None] = [None] * k
         self.head: list[list[float]] = [[] for _ in range(k)]
         self.level: list[tuple[float, float]] | None = None
         self.event: _Event | None = None
@@ -282,6 +284,7 @@ class Confirmer:
                 day = self.day[j]
                 if rule.day and len(day) >= rule.day_kept:
                     self.diffs[j].append(single(kept - day[len(day) - rule.day_kept]))
+                    self._diff_level[j] = None
                 day.append(kept)
         self.stamps.append(stamp)
         self.t += 1
@@ -346,7 +349,8 @@ class Confirmer:
                 day_scale = lscale if math.isnan(day_scale) else max(day_scale, lscale)
         limit = self.rule.policy.deviation_z
         if not math.isnan(z) and limit / 2 <= abs(z) < limit:
-            seasonal = self._seasonal(j, value, scale, ago)
+            before = self._yesterday(j, ago)
+            seasonal = None if before is None else self._seasonal(j, value, scale, before)
             if seasonal is not None and abs(seasonal[0]) >= limit:
                 z, baseline, scale = seasonal
                 day_scale = scale
@@ -354,39 +358,47 @@ class Confirmer:
             return None
         return max(-CLIP, min(CLIP, z)), baseline, scale, day_scale
 
-    def _seasonal(
-        self, j: int, value: float, scale: float, ago: int = 0
-    ) -> tuple[float, float, float] | None:
-        """(z, expected, scale) of ``value`` (of the point ``ago`` points before the current
-        one) against the same time a day earlier -- that value plus the median of the last
-        day-over-day differences -- on a daily cycle: where ``scale`` (the window's) is at least
-        ``SEASONAL_RATIO`` times the differences' robust scale, and in ``scale`` divided by
-        it; None before a day and ``MIN_DIFFS`` differences have been seen, or without a
-        cycle."""
-        kept, rule, diffs = self.day[j], self.rule, self.diffs[j]
+    def _yesterday(self, j: int, ago: int = 0) -> float | None:
+        """Metric ``j``'s kept value a day before the point ``ago`` points before the current
+        one; None before a day has been seen (or when the rule has no day)."""
+        kept, rule = self.day[j], self.rule
         slot = rule.day_kept + ago // rule.day_stride
-        if not rule.day or len(kept) < slot or len(diffs) < MIN_DIFFS:
+        if not rule.day or len(kept) < slot:
             return None
-        med, spread = _level(diffs)
+        return kept[len(kept) - slot]
+
+    def _seasonal(
+        self, j: int, value: float, scale: float, before: float
+    ) -> tuple[float, float, float] | None:
+        """(z, expected, scale) of ``value`` against ``before``, its value a day earlier, plus
+        the median of the last day-over-day differences -- on a daily cycle: where ``scale``
+        (the window's) is at least ``SEASONAL_RATIO`` times the differences' robust scale, and
+        in ``scale`` divided by it; None with fewer than ``MIN_DIFFS`` differences kept, or
+        without a cycle."""
+        if len(self.diffs[j]) < MIN_DIFFS:
+            return None
+        level = self._diff_level[j]
+        if level is None:
+            level = self._diff_level[j] = _level(self.diffs[j])
+        med, spread = level
         if max(spread, 0.01 * abs(value) + 1e-6) * SEASONAL_RATIO > scale:
             return None
-        expected = kept[len(kept) - slot] + med
+        expected = before + med
         cycle = scale / SEASONAL_RATIO
         return (value - expected) / cycle, expected, cycle
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is
         ``deviation_z`` from the value a day before it (True before a day has been seen): in
-        ``scale``, or -- with ``MIN_DIFFS`` day-over-day differences kept -- from their median
-        in their robust scale (floored at 1 % of the value)."""
-        kept, rule = self.day[j], self.rule
-        slot = rule.day_kept + ago // rule.day_stride
-        if not rule.day or len(kept) < slot:
+        ``scale``, or -- on a daily cycle -- in the cycle's scale from that value plus the
+        differences' median (:meth:`_seasonal`)."""
+        before = self._yesterday(j, ago)
+        if before is None:
             return True
-        limit = rule.policy.deviation_z
-        if abs(value - kept[len(kept) - slot]) / scale >= limit:
+        limit = self.rule.policy.deviation_z
+        if abs(value - before) / scale >= limit:
             return True
-        seasonal = self._seasonal(j, value, scale, ago)
+        seasonal = self._seasonal(j, value, scale, before)
         return seasonal is not None and abs(seasonal[0]) >= limit
 
     def _look_back(self, event: _Event, now: int) -> Confirmed | None:
@@ -510,7 +522,8 @@ class Confirmer:
             v = float(values[j])
             if (v - baseline) * sign / scale >= limit and self._day_apart(j, v, day_scale):
                 return True
-            seasonal = self._seasonal(j, v, scale)  # on a daily cycle: apart from yesterday
+            before = self._yesterday(j)  # on a daily cycle: still apart from yesterday
+            seasonal = None if before is None else self._seasonal(j, v, scale, before)
             if seasonal is not None and seasonal[0] * sign >= limit:
                 return True
         return False

@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from seenbefore.cli.common import console, notify_router, print_json, settings
-from seenbefore.cli.detect_live import LiveQuery, read_prometheus_source
+from seenbefore.cli.detect_live import LiveQuery, LiveRead, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
 from seenbefore.detection.service_ensemble import DEFAULT_LEARNING
@@ -41,14 +41,19 @@ def _telemetry(
     csv: Path | None,
     prometheus: str | None,
     live: LiveQuery | None = None,
-) -> tuple[Telemetry, int]:
+) -> tuple[Telemetry, int, dt.datetime | None]:
+    """The telemetry, the points the Isolation Forest trains on, and (``--prometheus URL``) the
+    instant from which anomalies are reported: before it is history learned from."""
     if csv and prometheus:
         raise InputError("give --csv or --prometheus, not both")
     if csv or prometheus:
-        telemetry = (
-            read_csv(csv) if csv else read_prometheus_source(prometheus or "", live or LiveQuery())
+        read = (
+            LiveRead(read_csv(csv))
+            if csv
+            else read_prometheus_source(prometheus or "", live or LiveQuery())
         )
-        return telemetry, max(30, int(0.3 * len(telemetry.timestamps)))
+        n = len(read.telemetry.timestamps)
+        return read.telemetry, max(30, int(0.3 * n)), read.report_from
     check_range(
         "--hours",
         hours,
@@ -61,7 +66,7 @@ def _telemetry(
     check_range("--seed", seed, 0, MAX_SEED, what="a whole number")
     names = list(SCENARIOS) if scenario in (None, []) or scenario == ["all"] else scenario
     simulated = simulate(scenarios=names, hours=hours, seed=seed, warmup_hours=TRAIN_HOURS)
-    return simulated, TRAIN_HOURS * 60
+    return simulated, TRAIN_HOURS * 60, None
 
 
 def detect_command(
@@ -85,6 +90,13 @@ def detect_command(
         str, typer.Option(help="how far back to read from --prometheus URL (30m, 6h, 2d)")
     ] = "6h",
     step: Annotated[str, typer.Option(help="resolution for --prometheus URL (15s, 60s)")] = "60s",
+    history: Annotated[
+        str,
+        typer.Option(
+            help="--prometheus URL: also read this far before --since and learn from it, so a "
+            "daily cycle has been seen (1d; 0: none); only what lasts into --since is reported"
+        ),
+    ] = "1d",
     rules: Annotated[
         Path | None, typer.Option(help="rules YAML (default: the packaged rules)")
     ] = None,
@@ -114,8 +126,8 @@ def detect_command(
         raise InputError(f"--learning is {learning}; give 10 to {MAX_LEARNING:,} points")
     if detector not in (None, "ensemble", "iforest"):
         raise InputError(f"--detector is {detector!r}; use ensemble or iforest")
-    live = LiveQuery(query=query, since=since, step=step)
-    telemetry, train = _telemetry(scenario, hours, seed, csv, prometheus, live)
+    live = LiveQuery(query=query, since=since, step=step, history=history, learning=learning)
+    telemetry, train, report_from = _telemetry(scenario, hours, seed, csv, prometheus, live)
     chosen = detector or "ensemble"
     simulated = not (csv or prometheus)  # the simulator's first hours are clean history
     with console.status("fitting and scoring", spinner="dots") if not as_json else nullcontext():
@@ -125,6 +137,7 @@ def detect_command(
                 train_minutes=train,
                 detector=chosen,
                 probation=train if simulated else learning,
+                report_from=report_from,
             ),
             rules=load_rules(rules),
         )
@@ -145,6 +158,7 @@ def detect_command(
         f"({_count(dups, 'duplicate', 'duplicates')} merged, {flapping} suppressed as flapping)"
     )
     _say_detector(report.detector)
+    _say_history(report, since)
     for a in sorted(report.anomalies, key=lambda a: (a.severity or "SEV5", a.start)):
         # user data has no truth to check against: the line only for simulated incidents
         truth = f"  truth: {report.matches.get(a.id) or '[red]false alarm[/]'}" if simulated else ""
@@ -194,6 +208,27 @@ def _say_unconfirmed(fires: list[dict[str, Any]]) -> None:
         )
     if len(fires) > SHOWN_FIRES:
         console.print(f"     ... and {len(fires) - SHOWN_FIRES} more (--json lists them all)")
+
+
+def _say_history(report: DetectionReport, since: str) -> None:
+    """``--prometheus URL``: the history read before ``--since``, and what it held."""
+    told = report.detector.get("history")
+    if not told:
+        return
+    read_from = dt.datetime.fromisoformat(told["read_from"]) if told["read_from"] else None
+    console.print(
+        f"[dim]history: {told['points']:,} points a series learned from before the last {since}"
+        + (f" (from {read_from:%m-%d %H:%M})" if read_from else "")
+        + f"; reported: what is confirmed in the last {since}, or still lasts[/]",
+        highlight=False,
+    )
+    for a in report.history:
+        console.print(
+            f"     in the history learned from (before the last {since}; not routed): "
+            f"{a.start:%m-%d %H:%M} {report.signatures[a.id]}",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _say_detector(ran: dict[str, Any]) -> None:
@@ -312,7 +347,7 @@ def watch(
         given = (interval, step, since, lag, learning, state, once, notify, investigate)
         return watch_prometheus(LiveWatch(prometheus, tuple(query or ()), *given))
     check_range("--speed", speed, 1, MAX_SPEED, what="a number of simulated minutes per second")
-    telemetry, train = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
+    telemetry, train, _ = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
     with console.status("learning the first 24 hours of telemetry"):
         report = detect(telemetry, params=DetectionParams(train_minutes=train, probation=train))
     router = notify_router() if notify else None

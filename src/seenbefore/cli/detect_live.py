@@ -1,6 +1,13 @@
 """`seenbefore detect --prometheus`: a saved ``query_range`` JSON file, or a live server read over
 ``--since`` at ``--step``, its window bounded before any request is sent (at most a year back, a
-step from 1 ms to the whole window, at most MAX_LIVE_POINTS points per series)."""
+step from 1 ms to the whole window, at most MAX_LIVE_POINTS points per series).
+
+A live server is also read ``--history`` before ``--since`` (a day by default, at most
+``live_watch.MAX_HISTORY_POINTS`` steps, or the learning period if longer; ``--history 0``: none,
+``--since`` alone as before): the detector learns from it, so a daily cycle has been seen a whole day
+before the first point reported and its rise in the afternoon is no anomaly. What is confirmed
+in the history is listed apart (:attr:`DetectionReport.history`), unless it still lasts at the
+last point, as ``watch``'s first poll splits its backfill."""
 
 from __future__ import annotations
 
@@ -22,25 +29,61 @@ class LiveQuery:
     query: str | None = None
     since: str = "6h"
     step: str = "60s"
+    history: str = "1d"  # learned from before --since ("0": none)
+    learning: int | None = None  # points (None: the detector's default)
 
 
-def read_prometheus_source(source: str, live: LiveQuery) -> Telemetry:
-    """A live server when ``source`` is an http(s) URL, else a saved query_range JSON file."""
+@dataclass(frozen=True)
+class LiveRead:
+    """What a ``--prometheus`` source gave: the telemetry, and for a live server the instant
+    from which anomalies are reported (None: all of it, a saved file)."""
+
+    telemetry: Telemetry
+    report_from: dt.datetime | None = None
+
+
+def read_prometheus_source(source: str, live: LiveQuery) -> LiveRead:
+    """A live server when ``source`` is an http(s) URL (read ``--history`` before ``--since``),
+    else a saved query_range JSON file."""
     if not source.startswith(("http://", "https://")):
         if live.query:
             raise InputError(
                 f"--query needs --prometheus to be a server URL (http://...), got {source!r}"
             )
-        return read_prometheus(Path(source))
+        return LiveRead(read_prometheus(Path(source)))
     if not live.query:
         raise InputError(
             f"--prometheus {source} is a server: give --query with a PromQL expression "
             "(and optionally --since 6h --step 60s)"
         )
+    from seenbefore.detection.live_watch import MAX_HISTORY_POINTS
     from seenbefore.detection.prometheus_live import query_range
+    from seenbefore.detection.service_ensemble import DEFAULT_LEARNING
 
     since, step = _window(live)
-    return query_range(source, live.query, since=since, step=step)
+    history = _history(live)
+    learning = live.learning if live.learning is not None else DEFAULT_LEARNING
+    end = dt.datetime.now(dt.UTC)
+    # a day (at most MAX_HISTORY_POINTS steps), or the learning period if longer; 0: none
+    before = max(min(history, step * MAX_HISTORY_POINTS), step * learning) if history else history
+    read = since + before
+    telemetry = query_range(source, live.query, since=read, step=step, end=end)
+    return LiveRead(telemetry, end - since if read > since else None)
+
+
+def _history(live: LiveQuery) -> dt.timedelta:
+    """``--history``: a duration up to a year, or 0 for none."""
+    text = live.history.strip()
+    if text in ("0", "0s", "0m", "0h", "0d"):
+        return dt.timedelta(0)
+    hint = f"learn from at most {MAX_SINCE.days}d before --since, e.g. --history 1d (0: none)"
+    try:
+        found = _parse(text, "--history")
+    except InputError:
+        raise InputError(f"--history is {live.history!r}; give a duration: {hint}") from None
+    if found is None or found > MAX_SINCE:
+        raise InputError(f"--history is {live.history!r}; {hint}")
+    return found
 
 
 def _window(live: LiveQuery) -> tuple[dt.timedelta, dt.timedelta]:

@@ -47,6 +47,9 @@ class DetectionParams:
     probation: int | None = (
         None  # ensemble learning period; None: service_ensemble.DEFAULT_LEARNING
     )
+    # points before it are history learned from (detect --prometheus reads a day back): an
+    # anomaly that ended before it goes to DetectionReport.history, not to the report
+    report_from: dt.datetime | None = None
 
 
 @dataclass
@@ -58,6 +61,8 @@ class DetectionReport:
     truth: list[Incident]
     matches: dict[str, str | None]  # anomaly id -> incident kind it matches (None: false alarm)
     detector: dict[str, Any] = field(default_factory=dict)  # what ran (service_ensemble.describe)
+    # anomalies that ended before DetectionParams.report_from: learned from, not reported
+    history: list[Anomaly] = field(default_factory=list)
 
     @property
     def anomalies(self) -> list[Anomaly]:
@@ -116,6 +121,8 @@ def detect(
     scores: dict[str, Array] = {}
     unconfirmed: list[dict[str, Any]] = []
     joined = 0
+    confirmed: dict[str, dt.datetime] = {}  # anomaly id -> when it was confirmed
+    lasting: set[str] = set()  # ids of anomalies that last at the last point
     for service in sorted(telemetry.series):
         spec = telemetry.services[service]
         metrics, X = telemetry.matrix(service)
@@ -134,6 +141,8 @@ def detect(
             anomalies += run.anomalies
             unconfirmed += run.unconfirmed
             joined += run.joined
+            confirmed |= {k: telemetry.timestamps[i] for k, i in run.confirmed_at.items()}
+            lasting |= {run.lasting} if run.lasting else set()
         else:
             detector = WindowIsolationForest(
                 window=params.window, n_estimators=params.n_estimators, random_state=params.seed
@@ -155,6 +164,8 @@ def detect(
             anomalies += run.anomalies
             unconfirmed += run.unconfirmed
             joined += run.joined
+            confirmed |= {k: telemetry.timestamps[i] for k, i in run.confirmed_at.items()}
+            lasting |= {run.lasting} if run.lasting else set()
         hits += [
             h
             for h in evaluate_rules(
@@ -169,13 +180,63 @@ def detect(
     result = triage.process(anomalies, hits)
     metric_of = {r.name: r.metric for r in rules}
     result.kept = [_locate(a, telemetry, metric_of, params.window) for a in result.kept]
-    signatures = {a.id: render_signature(a, capacity_of(telemetry, a.service)) for a in result.kept}
+    history, result, unconfirmed = _split_history(
+        params.report_from, result, unconfirmed, confirmed, lasting, telemetry.timestamps[-1]
+    )
+    shown = [*result.kept, *history]
+    signatures = {a.id: render_signature(a, capacity_of(telemetry, a.service)) for a in shown}
     matches = {a.id: _match(a, telemetry.incidents) for a in result.kept}
     ran = _describe(params, telemetry.timestamps, learning)
     ran["unconfirmed_fires"] = len(unconfirmed)
     ran["unconfirmed"] = unconfirmed
     ran["joined_fires"] = joined
-    return DetectionReport(result, hits, scores, signatures, telemetry.incidents, matches, ran)
+    if params.report_from is not None:
+        ran["history"] = _history_text(params.report_from, telemetry.timestamps, history)
+    return DetectionReport(
+        result, hits, scores, signatures, telemetry.incidents, matches, ran, history
+    )
+
+
+def _split_history(
+    report_from: dt.datetime | None,
+    result: TriageResult,
+    unconfirmed: list[dict[str, Any]],
+    confirmed: dict[str, dt.datetime],
+    lasting: set[str],
+    last: dt.datetime,
+) -> tuple[list[Anomaly], TriageResult, list[dict[str, Any]]]:
+    """The history learned from (``detect --prometheus URL``: what was read before
+    ``report_from``), as ``watch``'s first poll splits it: an anomaly confirmed before
+    ``report_from`` goes apart unless it still lasts at the last point (an incident older than
+    the window that is still going is news); fires, duplicates and suppressions that began
+    before it are left out of the report."""
+    if report_from is None:
+        return [], result, unconfirmed
+    ongoing = set(lasting) | {into for dup, into in result.duplicates if dup.id in lasting}
+    ongoing |= {a.id for a in result.kept if a.end >= last}  # a rule's hit to the end
+
+    def old(a: Anomaly) -> bool:
+        return confirmed.get(a.id, a.start) < report_from and a.id not in ongoing
+
+    history = [a for a in result.kept if old(a)]
+    result.kept = [a for a in result.kept if not old(a)]
+    result.duplicates = [(a, into) for a, into in result.duplicates if a.start >= report_from]
+    result.suppressed = [(a, why) for a, why in result.suppressed if a.start >= report_from]
+    fires = [f for f in unconfirmed if dt.datetime.fromisoformat(f["start"]) >= report_from]
+    return history, result, fires
+
+
+def _history_text(
+    report_from: dt.datetime, timestamps: Sequence[dt.datetime], history: Sequence[Anomaly]
+) -> dict[str, Any]:
+    """For ``detect --json``: the history read before the reported window."""
+    before = sum(t < report_from for t in timestamps)
+    return {
+        "read_from": timestamps[0].isoformat() if timestamps else None,
+        "report_from": report_from.isoformat(),
+        "points": before,
+        "anomalies": len(history),
+    }
 
 
 def _describe(params: DetectionParams, timestamps: Sequence[dt.datetime], learning: int) -> Any:
@@ -245,34 +306,9 @@ def report_json(report: DetectionReport) -> dict[str, Any]:
     """The report as `seenbefore detect --json` writes it and ``POST /v1/detect`` answers."""
     precision, recall = report.precision_recall()
     return {
-        "anomalies": [
-            {
-                "id": a.id,
-                "service": a.service,
-                "cloud": a.cloud,
-                "region": a.region,
-                "start": a.start.isoformat(),
-                "end": a.end.isoformat(),
-                "score": a.score,
-                "severity": a.severity,
-                "severity_reasons": report.triage.reasons.get(a.id, []),
-                "rules": list(a.rules),
-                "signature": report.signatures[a.id],
-                "deviations": [
-                    {
-                        "metric": d.metric,
-                        "direction": d.direction,
-                        "value": round(d.value, 4),
-                        "baseline": round(d.baseline, 4),
-                        "zscore": d.zscore,
-                    }
-                    for d in a.deviations
-                ],
-                "normal": list(a.normal),
-                "truth": report.matches.get(a.id),
-            }
-            for a in report.anomalies
-        ],
+        "anomalies": [_anomaly_json(report, a) for a in report.anomalies],
+        # ended before the reported window: learned from, not routed (detect --prometheus)
+        "history": [_anomaly_json(report, a) for a in report.history],
         "duplicates": report.merged,
         "suppressed": [{"id": a.id, "reason": r} for a, r in report.triage.suppressed],
         "truth": [
@@ -288,4 +324,32 @@ def report_json(report: DetectionReport) -> dict[str, Any]:
         "precision": precision,
         "recall": recall,
         "detector": report.detector,
+    }
+
+
+def _anomaly_json(report: DetectionReport, a: Anomaly) -> dict[str, Any]:
+    return {
+        "id": a.id,
+        "service": a.service,
+        "cloud": a.cloud,
+        "region": a.region,
+        "start": a.start.isoformat(),
+        "end": a.end.isoformat(),
+        "score": a.score,
+        "severity": a.severity,
+        "severity_reasons": report.triage.reasons.get(a.id, []),
+        "rules": list(a.rules),
+        "signature": report.signatures[a.id],
+        "deviations": [
+            {
+                "metric": d.metric,
+                "direction": d.direction,
+                "value": round(d.value, 4),
+                "baseline": round(d.baseline, 4),
+                "zscore": d.zscore,
+            }
+            for d in a.deviations
+        ],
+        "normal": list(a.normal),
+        "truth": report.matches.get(a.id),
     }

@@ -138,6 +138,7 @@ class ServiceRun:
     unconfirmed: list[dict[str, Any]] = field(default_factory=list)
     confirmed_at: dict[str, int] = field(default_factory=dict)  # anomaly id -> point confirmed
     joined: int = 0  # events confirmed while an anomaly lasted, merged into it
+    lasting: str | None = None  # id of the anomaly that still lasts at the last point
 
 
 def run_service(
@@ -240,6 +241,7 @@ def confirm_service(
         unconfirmed,
         {found[s].id: at for s, at in confirmed_at.items()},
         joined,
+        found[lasting].id if lasting is not None else None,
     )
 
 

@@ -50,6 +50,27 @@ def _load(name: str) -> Any:
     return json.loads((RESULTS / name).read_text(encoding="utf-8"))
 
 
+def _detect_history() -> str:
+    """docs/detection.md's sentence on benchmarks/detect_history.py."""
+    cells = _load("detect_history.json")["cells"]
+
+    def cell(step: int, history: str) -> dict[str, Any]:
+        return cells[f"step {step}s, --history {history}"]
+
+    with_day = [cell(s, "1d") for s in (60, 300)]
+    alone = [cell(s, "0") for s in (60, 300)]
+    assert len({(c["false_anomalies"], c["step_found"], c["steps"]) for c in with_day}) == 1
+    first = all(d == 0 for c in with_day for d in c["delays"])
+    return (
+        f"with the day of history, {with_day[0]['false_anomalies']} false anomalies and the step "
+        f"found {with_day[0]['step_found']}/{with_day[0]['steps']}"
+        + (" at its first point" if first else "")
+        + f", at a 60 s and a 300 s step; `--since` alone, {alone[0]['false_anomalies']} and "
+        f"{alone[1]['false_anomalies']} false anomalies, and the step found "
+        f"{alone[0]['step_found']}/{alone[0]['steps']} and {alone[1]['step_found']}/{alone[1]['steps']}"
+    )
+
+
 def _runtime(data: Any, runtime: str) -> dict[str, Any]:
     return next(r for r in data["results"] if r["runtime"] == runtime)
 
@@ -617,6 +638,7 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
     ("NAB, the events' stream", _nab_events, DETECTION_PAGE),
     ("ARTime with NAB's look-ahead range", _artime_whole_range, DETECTION_PAGE),
     ("simulator, both detectors", _detection_totals, DETECTION_PAGE),
+    ("detect --prometheus with and without history", lambda: _detect_history(), DETECTION_PAGE),
     *((f"NAB LOCO {c}", lambda c=c: _loco(c), DETECTION_PAGE) for c in NAB_COLUMNS[:-1]),
     (
         "NAB LOCO artificialNoAnomaly false positives",

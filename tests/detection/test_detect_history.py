@@ -65,10 +65,14 @@ PHASES = [k * DAY_S / 8 for k in range(8)]
 
 def test_a_day_of_history_makes_the_cycle_normal_where_six_hours_alone_reported_it() -> None:
     with_history = [len(_run(p).anomalies) for p in PHASES]
-    alone = [len(_run(p, history=False).anomalies) for p in PHASES]
+    alone = [_run(p, history=False) for p in PHASES]
     assert with_history == [0] * len(PHASES)
-    # the same six hours read without the day before: the cycle's swing is reported somewhere
-    assert sum(alone) >= 2, alone
+    # the same six hours read without the day before: the cycle's swing is reported somewhere,
+    # and each such anomaly says it was not compared with a day earlier
+    found = [a for report in alone for a in report.anomalies]
+    assert len(found) >= 2, [len(r.anomalies) for r in alone]
+    assert all(r.detector["day_check_from"] is None for r in alone)
+    assert not any(r.day_checked(a) for r in alone for a in r.anomalies)
 
 
 @pytest.mark.parametrize("phase", PHASES[::2])
@@ -77,6 +81,7 @@ def test_a_step_in_the_window_is_reported_at_its_first_point(phase: float) -> No
     report = _run(phase, [(at, None)])
     [found] = report.anomalies
     assert abs(found.start.timestamp() - at) <= 2 * STEP
+    assert report.day_checked(found)  # judged against the same time yesterday too
     # the history's first day has no day before it: a swing of the cycle found there is listed
     report_from = T0 + dt.timedelta(hours=HOURS) - SINCE
     assert all(a.end < report_from for a in report.history)
@@ -160,3 +165,35 @@ def test_history_zero_reads_since_alone_and_a_bad_one_is_refused_before_asking(
     assert refused.exit_code != 0 and fake.asked == []
     said = " ".join(refused.output.split())
     assert "--history is 'yesterday'" in said and "1d" in said
+
+
+def test_detect_on_a_csv_shorter_than_a_day_says_an_anomaly_was_not_compared_with_one(
+    tmp_path: Any,
+) -> None:
+    """Six hours of the cycle in a CSV, at phases where its swing is reported: each such
+    anomaly is marked (--json) and explained (text) as not compared with a day earlier."""
+    marked = 0
+    for phase in PHASES:
+        path = tmp_path / f"cycle-{int(phase)}.csv"
+        start = T0.timestamp()
+        rows = ["timestamp,orders"]
+        for k in range(int(SINCE.total_seconds()) // STEP):
+            t = start + k * STEP
+            stamp = dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
+            rows.append(f"{stamp},{_value(t, phase, []):.3f}")
+        path.write_text("\n".join(rows) + "\n")
+        runner = CliRunner()
+        result = runner.invoke(app, ["detect", "--csv", str(path), "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert report["detector"]["day_check_from"] is None
+        if not report["anomalies"]:
+            continue
+        assert [a["compared_with_a_day_earlier"] for a in report["anomalies"]] == [False] * len(
+            report["anomalies"]
+        )
+        text = runner.invoke(app, ["detect", "--csv", str(path)])
+        said = " ".join(text.output.split())
+        assert "no day of this series before it: not compared with the same time a day" in said
+        marked += 1
+    assert marked >= 2

@@ -55,6 +55,10 @@ def test_the_ensemble_finds_the_change_and_names_the_metric(service: Service) ->
     assert first["severity"] == "SEV1" and "db-pool-saturated" in first["rules"]
     assert first["end"].startswith("2025-06-02T23:59")  # still up at the last point
     assert first["review_id"] is None  # not asked to investigate
+    # the change comes after a day of the series: it was judged against a day earlier too
+    checked_from = dt.datetime.fromisoformat(body["detector"]["day_check_from"])
+    assert checked_from == START + dt.timedelta(days=1)
+    assert first["compared_with_a_day_earlier"] is True
 
 
 def test_the_same_series_without_a_change_raises_nothing(service: Service) -> None:

@@ -167,6 +167,13 @@ def detect_command(
             f"score {a.score:.2f}{truth}  rules: {', '.join(a.rules) or '-'}"
         )
         console.print(f"     {report.signatures[a.id]}", highlight=False, markup=False)
+        if not simulated and not report.day_checked(a):
+            console.print(
+                "     [dim](no day of this series before it: not compared with the same time a "
+                "day earlier, so a daily cycle's swing can look like this; a series a day "
+                "longer lets the rule check)[/]",
+                highlight=False,
+            )
         if a.id in drafts:
             from seenbefore.cli.investigate import render_draft
 

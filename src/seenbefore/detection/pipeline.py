@@ -74,6 +74,12 @@ class DetectionReport:
         lasted (the rule joins them) and repeats triage merged (same fingerprint)."""
         return len(self.triage.duplicates) + int(self.detector.get("joined_fires", 0))
 
+    def day_checked(self, anomaly: Anomaly) -> bool:
+        """Whether the anomaly began after a day of its series had been seen, so the rule
+        compared it with the same time a day earlier (``detector["day_check_from"]``)."""
+        since = self.detector.get("day_check_from")
+        return since is not None and anomaly.start >= dt.datetime.fromisoformat(since)
+
     def precision_recall(self) -> tuple[float | None, float | None]:
         """Event-level: share of kept anomalies that match an injected incident, and share of
         incidents matched by at least one kept anomaly."""
@@ -190,6 +196,10 @@ def detect(
     ran["unconfirmed_fires"] = len(unconfirmed)
     ran["unconfirmed"] = unconfirmed
     ran["joined_fires"] = joined
+    # the same-time-yesterday check applies from the point a day of points has been seen: an
+    # anomaly before it was not compared with a day earlier (a daily cycle's swing can pass)
+    day = ens.confirmation_day(step)
+    ran["day_check_from"] = telemetry.timestamps[day].isoformat() if day and day < n else None
     if params.report_from is not None:
         ran["history"] = _history_text(params.report_from, telemetry.timestamps, history)
     return DetectionReport(
@@ -352,4 +362,5 @@ def _anomaly_json(report: DetectionReport, a: Anomaly) -> dict[str, Any]:
         ],
         "normal": list(a.normal),
         "truth": report.matches.get(a.id),
+        "compared_with_a_day_earlier": report.day_checked(a),
     }

@@ -202,6 +202,9 @@ class DetectedAnomaly(AnomalyIn):
     severity_reasons: list[str] = Field(default_factory=list)
     review_id: str | None = None  # with ``investigate``: the investigation started for it
     investigation_skipped: str | None = None  # with ``investigate``: why none was started
+    # False when it began before a day of the series had been seen: not compared with the same
+    # time a day earlier, so a daily cycle's swing can look like it
+    compared_with_a_day_earlier: bool | None = None
 
 
 class DetectOut(BaseModel):

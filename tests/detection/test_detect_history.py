@@ -197,3 +197,37 @@ def test_detect_on_a_csv_shorter_than_a_day_says_an_anomaly_was_not_compared_wit
         assert "no day of this series before it: not compared with the same time a day" in said
         marked += 1
     assert marked >= 2
+
+
+def test_history_is_refused_where_there_is_no_server_to_read_it_from(tmp_path: Any) -> None:
+    csv = tmp_path / "m.csv"
+    csv.write_text("timestamp,x\n2026-01-01T00:00:00Z,1\n")
+    saved = tmp_path / "q.json"
+    saved.write_text('{"status": "success", "data": {"resultType": "matrix", "result": []}}')
+    for source in (["--csv", str(csv)], ["--prometheus", str(saved)], ["--hours", "30"]):
+        result = CliRunner().invoke(app, ["detect", *source, "--history", "2d"])
+        said = " ".join(result.output.split())
+        assert result.exit_code != 0 and "--history 2d reads a" in said, said
+
+
+def test_the_history_and_the_learning_period_stay_within_the_points_a_read_may_bring(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A learning period longer than the day is read from history too, but --since and what
+    is read before it stay within MAX_LIVE_POINTS a series (the server is asked nothing more)."""
+    from seenbefore.cli.detect_live import MAX_LIVE_POINTS
+
+    asked: list[dt.timedelta] = []
+
+    def empty(base_url: str, query: str, *, start: dt.datetime, end: dt.datetime, **kw: Any) -> Any:
+        asked.append(end - start)
+        return []
+
+    monkeypatch.setattr(prometheus_live, "fetch_series", empty)
+    args = ["detect", "--prometheus", "http://127.0.0.1:9", "--query", "orders"]
+    CliRunner().invoke(app, [*args, "--since", "6h", "--step", "1s", "--learning", "100000"])
+    CliRunner().invoke(app, [*args, "--since", "6h", "--learning", "3000"])
+    assert asked == [
+        dt.timedelta(seconds=MAX_LIVE_POINTS),  # 6 h and 100,000 points before: capped
+        dt.timedelta(hours=6) + dt.timedelta(minutes=3000),  # the learning period, not the day
+    ]

@@ -46,6 +46,12 @@ def _telemetry(
     instant from which anomalies are reported: before it is history learned from."""
     if csv and prometheus:
         raise InputError("give --csv or --prometheus, not both")
+    if not prometheus and live is not None and live.history is not None:
+        raise InputError(
+            f"--history {live.history} reads a Prometheus server's history: it needs "
+            "--prometheus URL (a CSV is read as it is: put the day before in the file; the "
+            f"simulator learns from its first {TRAIN_HOURS} hours)"
+        )
     if csv or prometheus:
         read = (
             LiveRead(read_csv(csv))
@@ -91,12 +97,13 @@ def detect_command(
     ] = "6h",
     step: Annotated[str, typer.Option(help="resolution for --prometheus URL (15s, 60s)")] = "60s",
     history: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="--prometheus URL: also read this far before --since and learn from it, so a "
-            "daily cycle has been seen (1d; 0: none); only what lasts into --since is reported"
+            "daily cycle has been seen (default 1d; 0: none); what it confirms there is listed, "
+            "not reported, unless it still lasts"
         ),
-    ] = "1d",
+    ] = None,
     rules: Annotated[
         Path | None, typer.Option(help="rules YAML (default: the packaged rules)")
     ] = None,

@@ -29,7 +29,7 @@ class LiveQuery:
     query: str | None = None
     since: str = "6h"
     step: str = "60s"
-    history: str = "1d"  # learned from before --since ("0": none)
+    history: str | None = None  # learned from before --since (None: a day; "0": none)
     learning: int | None = None  # points (None: the detector's default)
 
 
@@ -46,6 +46,11 @@ def read_prometheus_source(source: str, live: LiveQuery) -> LiveRead:
     """A live server when ``source`` is an http(s) URL (read ``--history`` before ``--since``),
     else a saved query_range JSON file."""
     if not source.startswith(("http://", "https://")):
+        if live.history is not None:
+            raise InputError(
+                f"--history {live.history} reads a server's history: it needs --prometheus to be "
+                f"a server URL (http://...), got {source!r}; a saved file is read as it is"
+            )
         if live.query:
             raise InputError(
                 f"--query needs --prometheus to be a server URL (http://...), got {source!r}"
@@ -64,25 +69,27 @@ def read_prometheus_source(source: str, live: LiveQuery) -> LiveRead:
     history = _history(live)
     learning = live.learning if live.learning is not None else DEFAULT_LEARNING
     end = dt.datetime.now(dt.UTC)
-    # a day (at most MAX_HISTORY_POINTS steps), or the learning period if longer; 0: none
+    # a day (at most MAX_HISTORY_POINTS steps), or the learning period if longer; 0: none; all
+    # of it within MAX_LIVE_POINTS a series
     before = max(min(history, step * MAX_HISTORY_POINTS), step * learning) if history else history
-    read = since + before
+    read = since + max(dt.timedelta(0), min(before, step * MAX_LIVE_POINTS - since))
     telemetry = query_range(source, live.query, since=read, step=step, end=end)
     return LiveRead(telemetry, end - since if read > since else None)
 
 
 def _history(live: LiveQuery) -> dt.timedelta:
-    """``--history``: a duration up to a year, or 0 for none."""
-    text = live.history.strip()
+    """``--history``: a duration up to a year, or 0 for none (not given: a day)."""
+    given = "1d" if live.history is None else live.history
+    text = given.strip()
     if text in ("0", "0s", "0m", "0h", "0d"):
         return dt.timedelta(0)
     hint = f"learn from at most {MAX_SINCE.days}d before --since, e.g. --history 1d (0: none)"
     try:
         found = _parse(text, "--history")
     except InputError:
-        raise InputError(f"--history is {live.history!r}; give a duration: {hint}") from None
+        raise InputError(f"--history is {given!r}; give a duration: {hint}") from None
     if found is None or found > MAX_SINCE:
-        raise InputError(f"--history is {live.history!r}; {hint}")
+        raise InputError(f"--history is {given!r}; {hint}")
     return found
 
 

@@ -40,9 +40,11 @@ def _run(
     steps: list[tuple[float, float | None]] = (),  # type: ignore[assignment]
     *,
     history: bool = True,
+    split: bool = True,
 ) -> DetectionReport:
-    """detect over HOURS of the cycle (history: the last SINCE reported) or over SINCE and
-    the learning period alone (no history: as detect read Prometheus before)."""
+    """detect over HOURS of the cycle (history: the last SINCE reported; without ``split``,
+    all of it) or over SINCE and the learning period alone (no history: as detect read
+    Prometheus before)."""
     start = T0.timestamp()
     end = start + HOURS * 3600
     first = start if history else end - SINCE.total_seconds() - 30 * STEP
@@ -56,7 +58,7 @@ def _run(
         },
     }
     telemetry = parse_query_range(data, "test")
-    report_from = dt.datetime.fromtimestamp(end, dt.UTC) - SINCE if history else None
+    report_from = dt.datetime.fromtimestamp(end, dt.UTC) - SINCE if history and split else None
     return detect(telemetry, params=DetectionParams(report_from=report_from))
 
 
@@ -231,3 +233,12 @@ def test_the_history_and_the_learning_period_stay_within_the_points_a_read_may_b
         dt.timedelta(seconds=MAX_LIVE_POINTS),  # 6 h and 100,000 points before: capped
         dt.timedelta(hours=6) + dt.timedelta(minutes=3000),  # the learning period, not the day
     ]
+
+
+def test_fires_merged_in_the_history_are_not_counted_as_the_reports_duplicates() -> None:
+    """The swings of the history's first day repeat while they last and join them: over the
+    whole read those joins are counted, with the history split off they are not."""
+    whole = [_run(p, split=False).detector["joined_fires"] for p in PHASES]
+    reported = [_run(p).merged for p in PHASES]
+    assert sum(whole) >= 3, whole
+    assert reported == [0] * len(PHASES)

@@ -320,3 +320,35 @@ def test_what_the_history_confirms_before_since_is_listed_apart_unless_it_still_
     going = Watcher(settings, DailyCycle(start, jump)).poll(_at(now))
     [still] = going.anomalies  # up three hours ago and still up: reported
     assert still.start == _at(jump) and _at(jump) not in [a.start for a in going.history]
+
+
+def test_the_historys_unconfirmed_fires_are_counted_not_listed() -> None:
+    """A daily cycle seen for the first time fires now and then in the backfill's first day:
+    those fires are history (counted), and only fires in the last --since are listed."""
+    now = (BASE_MS // 3_600_000) * 3_600_000
+    settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
+    first = Watcher(settings, DailyCycle(now - 3 * DAY_MS)).poll(_at(now))
+    assert first.history_fires >= 1
+    assert all(f.start >= _at(now) - settings.since for f in first.unconfirmed)
+    later = Watcher(settings, DailyCycle(now - 3 * DAY_MS))
+    later.poll(_at(now))
+    assert later.poll(_at(now + 3_600_000)).history_fires == 0  # only the first poll has history
+
+
+def test_watch_says_how_many_fires_the_history_held_without_listing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = (BASE_MS // 3_600_000) * 3_600_000
+    real_poll = Watcher.poll
+    monkeypatch.setattr(watch_live, "prometheus_reader", lambda url: DailyCycle(now - 3 * DAY_MS))
+    monkeypatch.setattr(Watcher, "poll", lambda self, at=None: real_poll(self, _at(now)))
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+    args = ["watch", "--prometheus", "http://prom.test", "--query", "orders_per_minute"]
+    result = CliRunner().invoke(app, [*args, "--interval", "60s", "--lag", "1ms", "--once"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert (
+        "unconfirmed fires in the history learned from (before the last 1h; not listed)" in (said)
+        or "unconfirmed fire in the history learned from" in said
+    )
+    assert "unconfirmed fire 20" not in said  # none listed: all were in the history

@@ -117,6 +117,12 @@ def watch_prometheus(opts: LiveWatch) -> None:
                         f"in the history learned from (before the last {opts.since}; not "
                         f"routed): {anomaly.start:%Y-%m-%d %H:%M:%S} {render_signature(anomaly)}"
                     )
+                if polled.history_fires:
+                    n = polled.history_fires
+                    view.lines.append(
+                        f"{n} unconfirmed fire{'s' if n != 1 else ''} in the history learned "
+                        f"from (before the last {opts.since}; not listed)"
+                    )
                 for anomaly in kept:
                     view.lines.append(_handle(anomaly, router, investigate))
                 for fire in polled.unconfirmed:

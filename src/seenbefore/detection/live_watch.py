@@ -221,6 +221,7 @@ class PollResult:
     unconfirmed: list[Fire] = field(default_factory=list)
     # confirmed in the backfill before the last ``since``: history learned from, not reported
     history: list[Anomaly] = field(default_factory=list)
+    history_fires: int = 0  # unconfirmed fires there: counted, not listed
     scores: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # key -> (ms, s)
 
 
@@ -314,6 +315,9 @@ class Watcher:
                     result.anomalies.append(self._anomaly(series, outcome))
                 elif isinstance(outcome, Unconfirmed):
                     series.unconfirmed += 1
+                    if report_from is not None and outcome.start < report_from:
+                        result.history_fires += 1  # the history's: learned from, not listed
+                        continue
                     result.unconfirmed.append(
                         Fire(series.name, _at(outcome.start), outcome.score, outcome.why)
                     )

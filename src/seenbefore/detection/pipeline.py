@@ -146,7 +146,7 @@ def detect(
             scores[service] = run.scores
             anomalies += run.anomalies
             unconfirmed += run.unconfirmed
-            joined += run.joined
+            joined += _reported(run.joined_at, telemetry.timestamps, params.report_from)
             confirmed |= {k: telemetry.timestamps[i] for k, i in run.confirmed_at.items()}
             lasting |= {run.lasting} if run.lasting else set()
         else:
@@ -169,7 +169,7 @@ def detect(
             )
             anomalies += run.anomalies
             unconfirmed += run.unconfirmed
-            joined += run.joined
+            joined += _reported(run.joined_at, telemetry.timestamps, params.report_from)
             confirmed |= {k: telemetry.timestamps[i] for k, i in run.confirmed_at.items()}
             lasting |= {run.lasting} if run.lasting else set()
         hits += [
@@ -205,6 +205,13 @@ def detect(
     return DetectionReport(
         result, hits, scores, signatures, telemetry.incidents, matches, ran, history
     )
+
+
+def _reported(
+    points: Sequence[int], timestamps: Sequence[dt.datetime], report_from: dt.datetime | None
+) -> int:
+    """How many of ``points`` (indices) fall in the reported window (all without history)."""
+    return sum(report_from is None or timestamps[i] >= report_from for i in points)
 
 
 def _split_history(

@@ -139,6 +139,7 @@ class ServiceRun:
     confirmed_at: dict[str, int] = field(default_factory=dict)  # anomaly id -> point confirmed
     joined: int = 0  # events confirmed while an anomaly lasted, merged into it
     lasting: str | None = None  # id of the anomaly that still lasts at the last point
+    joined_at: list[int] = field(default_factory=list)  # the points that confirmed those
 
 
 def run_service(
@@ -198,7 +199,7 @@ def confirm_service(
     found: dict[int, Anomaly] = {}
     unconfirmed: list[dict[str, Any]] = []
     confirmed_at: dict[int, int] = {}
-    joined = 0
+    joined: list[int] = []
     for t in range(n):
         outcomes: list[Outcome] = confirmer.update(X[t].tolist(), float(scores[t]), t)
         if t == n - 1:
@@ -208,7 +209,7 @@ def confirm_service(
             if isinstance(outcome, Confirmed):
                 _confirmed(found, outcome, service, cloud, region, timestamps)
                 confirmed_at.setdefault(outcome.start, outcome.at)
-                joined += outcome.joined
+                joined += [outcome.at] if outcome.joined else []
             elif isinstance(outcome, Described):
                 found[outcome.start] = _described(found[outcome.start], outcome)
             elif isinstance(outcome, Ended):
@@ -240,8 +241,9 @@ def confirm_service(
         [found[s] for s in sorted(found)],
         unconfirmed,
         {found[s].id: at for s, at in confirmed_at.items()},
-        joined,
+        len(joined),
         found[lasting].id if lasting is not None else None,
+        joined,
     )
 
 

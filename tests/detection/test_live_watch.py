@@ -5,6 +5,7 @@ A fake reader stands in for Prometheus here; test_watch_prometheus_live.py runs 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 import random
@@ -187,8 +188,9 @@ def test_watch_once_from_the_cli_saves_and_resumes(
     said = " ".join(first.output.split())  # as read, whatever the terminal's width
     assert "state" in said and "(new)" in said
     assert "learning period 100 points (100 s at a 1 s step)" in said
-    # a day of history, at most 10,000 steps (longer than --since 200s)
-    assert "the first poll backfills 2 h 47 min from Prometheus" in said
+    # --since 200s and a day of history before it, at most 10,000 steps (2 h 47 min at 1 s)
+    assert "the first poll backfills 2 h 50 min from Prometheus" in said
+    assert "(the last 200s and 2 h 47 min before it, learned from" in said
     assert "bytes per series" in said and "learning:" not in said  # 201 points > 100
     assert "0 anomalies over 1 series" in said
     second = runner.invoke(app, args)
@@ -289,17 +291,19 @@ def test_a_day_of_history_makes_a_daily_cycle_normal_and_a_step_on_it_is_caught_
     now = (BASE_MS // 3_600_000) * 3_600_000
     start = now - history_days * DAY_MS
     settings = _settings(step=dt.timedelta(seconds=step_s), learning=None, history=DAY)
-    assert settings.backfill == DAY
+    assert settings.backfill == settings.since + DAY  # --since, and a day before it
     quiet = Watcher(settings, DailyCycle(start))
     first = quiet.poll(_at(now))
-    assert first.points == 86_400 // step_s + 1 and first.anomalies == []
+    step_ms = step_s * 1000
+    read_from = (now - settings.backfill // dt.timedelta(milliseconds=1)) // step_ms * step_ms
+    held_from = -(-max(read_from, start) // step_ms) * step_ms
+    assert first.points == (now - held_from) // step_ms + 1 and first.anomalies == []
     assert _live_day(quiet, now) == []
 
     jump = now + DAY_MS // 2 + 35 * 60_000
     stepped = Watcher(settings, DailyCycle(start, jump))
     stepped.poll(_at(now))
     [anomaly] = _live_day(stepped, now)
-    step_ms = step_s * 1000
     assert anomaly.start == _at(-(-jump // step_ms) * step_ms)  # the first point of the step
 
     hour = Watcher(replace(settings, history=dt.timedelta(0)), DailyCycle(start))
@@ -352,3 +356,52 @@ def test_watch_says_how_many_fires_the_history_held_without_listing_them(
         or "unconfirmed fire in the history learned from" in said
     )
     assert "unconfirmed fire 20" not in said  # none listed: all were in the history
+
+
+def test_watch_history_is_refused_without_a_server_and_0_backfills_since_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = CliRunner().invoke(app, ["watch", "--history", "2d"])
+    said = " ".join(refused.output.split())
+    assert refused.exit_code != 0 and "--history 2d reads a Prometheus server's history" in said
+    fake = FakePrometheus()
+    real_poll = Watcher.poll
+    monkeypatch.setattr(watch_live, "prometheus_reader", lambda url: fake)
+    monkeypatch.setattr(Watcher, "poll", lambda self, now=None: real_poll(self, POLLS[0]))
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+    args = ["watch", "--prometheus", "http://prom.test", "--query", "demo_queue_depth"]
+    args += ["--step", "1s", "--since", "200s", "--lag", "1ms", "--learning", "100", "--once"]
+    bad = CliRunner().invoke(app, [*args, "--history", "yesterday"])
+    said = " ".join(bad.output.split())
+    assert bad.exit_code != 0 and "--history is 'yesterday'" in said and fake.calls == []
+    alone = CliRunner().invoke(app, [*args, "--history", "0"])
+    assert alone.exit_code == 0, alone.output
+    said = " ".join(alone.output.split())
+    assert "(the last 200s, no history before it)" in said
+    [(lo, hi)] = fake.calls
+    assert hi - lo == 200_000  # --since alone (longer than the learning period's 100 s)
+
+
+class Opening(DailyCycle):
+    """Business hours: +30 from 09:00 to 17:00 every day (noise 1)."""
+
+    def value(self, ms: int) -> float:
+        hour = (ms % DAY_MS) / 3_600_000
+        return 100.0 + (30.0 if 9 <= hour < 17 else 0.0) + random.Random(ms).gauss(0, 1)
+
+
+def test_the_first_polls_since_is_judged_against_the_day_before_it() -> None:
+    """Business hours every day, three days in Prometheus: the first poll learns from a day
+    before its --since, so what it reports is compared with the same time yesterday and the
+    day's opening and closing are news at no start. Read a day back in all (--since inside the
+    only day seen, as the first poll read before --history), some starts report them."""
+    reported, within_a_day = 0, 0
+    for since_h, hour in itertools.product((1, 6), range(9, 18)):
+        now = (BASE_MS // DAY_MS) * DAY_MS + hour * 3_600_000
+        settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
+        settings = replace(settings, since=dt.timedelta(hours=since_h))
+        reported += len(Watcher(settings, Opening(now - 3 * DAY_MS)).poll(_at(now)).anomalies)
+        old = replace(settings, history=DAY - settings.since)
+        within_a_day += len(Watcher(old, Opening(now - 3 * DAY_MS)).poll(_at(now)).anomalies)
+    assert reported == 0
+    assert within_a_day >= 2

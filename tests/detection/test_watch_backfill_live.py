@@ -155,8 +155,9 @@ def test_watch_with_defaults_learns_from_history_and_catches_a_step_within_2_poi
     assert first.exit_code == 0, first.output
     said = " ".join(first.output.split())
     assert "learning period 30 points (2 min 30 s at a 5 s step)" in said
-    # a day of history at most 10,000 steps (Prometheus holds the last HISTORY_S of it)
-    assert "the first poll backfills 13 h 53 min from Prometheus" in said
+    # --since 1h and a day of history before it, at most 10,000 steps (13 h 53 min at 5 s;
+    # Prometheus holds the last HISTORY_S of it)
+    assert "the first poll backfills 14 h 53 min from Prometheus" in said
     assert "learning:" not in said  # the backfill held the whole learning period
     assert "0 anomalies over 1 series" in said
     saved = load_state(state)  # gzip-compressed JSON

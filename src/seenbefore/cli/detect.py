@@ -334,11 +334,15 @@ def watch(
     ] = None,
     since: Annotated[
         str,
-        typer.Option(
-            help="--prometheus: what the first poll reports from (it learns from a day back, "
-            "or this or the learning period if longer)"
-        ),
+        typer.Option(help="--prometheus: what the first poll reports (it learns --history before)"),
     ] = "1h",
+    history: Annotated[
+        str | None,
+        typer.Option(
+            help="--prometheus: what the first poll learns from before --since (default 1d; "
+            "0: none)"
+        ),
+    ] = None,
     lag: Annotated[str, typer.Option(help="--prometheus: stay this far behind now")] = "10s",
     learning: Annotated[
         int | None,
@@ -359,7 +363,12 @@ def watch(
         from seenbefore.cli.watch_live import LiveWatch, watch_prometheus
 
         given = (interval, step, since, lag, learning, state, once, notify, investigate)
-        return watch_prometheus(LiveWatch(prometheus, tuple(query or ()), *given))
+        return watch_prometheus(LiveWatch(prometheus, tuple(query or ()), *given, history))
+    if history is not None:
+        raise InputError(
+            f"--history {history} reads a Prometheus server's history: it needs --prometheus "
+            "URL; the simulator learns from its first 24 hours"
+        )
     check_range("--speed", speed, 1, MAX_SPEED, what="a number of simulated minutes per second")
     telemetry, train, _ = _telemetry(scenario or ["memory_leak"], hours, seed, None, None)
     with console.status("learning the first 24 hours of telemetry"):

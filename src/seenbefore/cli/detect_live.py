@@ -61,25 +61,25 @@ def read_prometheus_source(source: str, live: LiveQuery) -> LiveRead:
             f"--prometheus {source} is a server: give --query with a PromQL expression "
             "(and optionally --since 6h --step 60s)"
         )
-    from seenbefore.detection.live_watch import MAX_HISTORY_POINTS
+    from seenbefore.detection.live_watch import history_read
     from seenbefore.detection.prometheus_live import query_range
     from seenbefore.detection.service_ensemble import DEFAULT_LEARNING
 
     since, step = _window(live)
-    history = _history(live)
     learning = live.learning if live.learning is not None else DEFAULT_LEARNING
     end = dt.datetime.now(dt.UTC)
     # a day (at most MAX_HISTORY_POINTS steps), or the learning period if longer; 0: none; all
     # of it within MAX_LIVE_POINTS a series
-    before = max(min(history, step * MAX_HISTORY_POINTS), step * learning) if history else history
+    before = history_read(parse_history(live.history), step, learning)
     read = since + max(dt.timedelta(0), min(before, step * MAX_LIVE_POINTS - since))
     telemetry = query_range(source, live.query, since=read, step=step, end=end)
     return LiveRead(telemetry, end - since if read > since else None)
 
 
-def _history(live: LiveQuery) -> dt.timedelta:
-    """``--history``: a duration up to a year, or 0 for none (not given: a day)."""
-    given = "1d" if live.history is None else live.history
+def parse_history(history: str | None) -> dt.timedelta:
+    """``--history`` (``detect --prometheus URL``, ``watch --prometheus URL``): a duration up to
+    a year, or 0 for none (not given: a day)."""
+    given = "1d" if history is None else history
     text = given.strip()
     if text in ("0", "0s", "0m", "0h", "0d"):
         return dt.timedelta(0)

@@ -17,6 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from seenbefore.cli.common import console, notify_router, settings
+from seenbefore.cli.detect_live import parse_history
 from seenbefore.detection.live_watch import (
     PollResult,
     Watcher,
@@ -50,6 +51,7 @@ class LiveWatch:
     once: bool = False
     notify: bool = False
     investigate: bool = False
+    history: str | None = None  # learned from before --since (None: a day; "0": none)
 
 
 def watch_prometheus(opts: LiveWatch) -> None:
@@ -68,12 +70,14 @@ def watch_prometheus(opts: LiveWatch) -> None:
         since=parse_duration(opts.since, "--since"),
         lag=parse_duration(opts.lag, "--lag"),
         learning=opts.learning,
+        history=parse_history(opts.history),
     )
     if ws.backfill / ws.step > 100_000:
+        given = f"--since {opts.since}" + (f" and --history {opts.history}" if opts.history else "")
         raise InputError(
-            f"--since {opts.since} at a step of {duration_text(step.total_seconds())} is "
-            f"{ws.backfill / ws.step:,.0f} points per series, over 100,000; give a shorter "
-            "--since or a longer --step"
+            f"{given} at a step of {duration_text(step.total_seconds())} is "
+            f"{ws.backfill / ws.step:,.0f} points per series to backfill, over 100,000; give a "
+            "shorter --since or --history, or a longer --step"
         )
     path = opts.state or settings().home / "watch" / "state.json"
     reader = prometheus_reader(ws.url)
@@ -90,8 +94,15 @@ def watch_prometheus(opts: LiveWatch) -> None:
             if saved
             else f"the first poll backfills {duration_text(ws.backfill.total_seconds())} from "
             f"Prometheus, {ws.backfill / ws.step:,.0f} points a series scored before it reports "
-            f"(a day's cycle is learned, not reported; what it confirms before the last "
-            f"{opts.since} is listed, not routed, unless it still lasts); state {path} (new)"
+            + (
+                f"(the last {opts.since} and {duration_text((ws.backfill - ws.since).total_seconds())} "
+                "before it, learned from: a day's cycle is learned, not reported; what it "
+                f"confirms before the last {opts.since} is listed, not routed, unless it still "
+                "lasts)"
+                if ws.backfill > ws.since
+                else f"(the last {opts.since}, no history before it)"
+            )
+            + f"; state {path} (new)"
         )
         + "[/]",
         highlight=False,

@@ -6,15 +6,16 @@ at a time, with state that survives a restart.
 it (``EVENT_PARAMS``: no rest after a fire) and a learning period of ``learning`` points
 (``service_ensemble.DEFAULT_LEARNING`` unless given: the one default ``detect`` uses too).
 
-**Backfill.** The first poll reads, per query, a day back (``history``; at most
-``MAX_HISTORY_POINTS`` steps), or ``since`` or the learning period back if longer
-(``query_range``, on a grid aligned to the step, so a restarted watcher evaluates the same
-instants): the watcher learns from the history Prometheus holds and is useful from its first
-minute, and with a day seen a daily cycle is learned rather than reported (the
-same-time-yesterday check is armed from the first live point). Only anomalies confirmed in the
-last ``since``, or older ones that still last, are reported; the rest of the history's are
-returned apart (``PollResult.history``), for the record, and are not routed. Later polls read only the steps
-after the last one read (to now - lag); points at or before a series' last timestamp,
+**Backfill.** The first poll reads, per query, ``since`` and a day before it (``history``; at
+most ``MAX_HISTORY_POINTS`` steps, or the learning period if longer; with ``history`` 0,
+``since`` or the learning period back if longer), with ``query_range`` on a grid aligned to the
+step, so a restarted watcher evaluates the same instants: the watcher learns from the history
+Prometheus holds and is useful from its first minute, and with a day seen a daily cycle is
+learned rather than reported (the same-time-yesterday check is armed from the first point it
+reports). Only anomalies confirmed in the last ``since``, or older ones that still last, are
+reported; the rest of the history's are returned apart (``PollResult.history``), for the
+record, and are not routed. Later polls read only the steps after the last one read (to
+now - lag); points at or before a series' last timestamp,
 non-finite values and values beyond ±1e100 (:data:`~seenbefore.detection.values.MAX_MAGNITUDE`)
 are skipped.
 
@@ -71,13 +72,24 @@ from seenbefore.detection.watch_state import (
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly, MetricDeviation
 
-# (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
-# The first poll learns from a day of history, so that a daily cycle has been seen (and the
-# same-time-yesterday check armed) before the first live point; at most this many steps of it
-# (a day at a 15 s step is 5,760; at 1 s, 10,000 steps are 2 h 47 min, and the check waits).
+# The first poll learns from a day of history before ``since``, so that a daily cycle has been
+# seen (and the same-time-yesterday check armed) before the first point it reports; at most this
+# many steps of it (a day at a 15 s step is 5,760; at 1 s, 10,000 steps are 2 h 47 min, and the
+# check waits).
 HISTORY = dt.timedelta(days=1)
 MAX_HISTORY_POINTS = 10_000
 
+
+def history_read(history: dt.timedelta, step: dt.timedelta, learning: int) -> dt.timedelta:
+    """What a live read learns from before the window it reports (``watch``'s first poll,
+    ``detect --prometheus URL``): ``history`` (at most ``MAX_HISTORY_POINTS`` steps) or the
+    learning period if longer; none when ``history`` is 0."""
+    if not history:
+        return dt.timedelta(0)
+    return max(min(history, step * MAX_HISTORY_POINTS), step * learning)
+
+
+# (query, start, end, step) -> [{"metric": labels, "values": [[t, "v"], ...]}, ...]
 Reader = Callable[[str, dt.datetime, dt.datetime, dt.timedelta], list[dict[str, Any]]]
 
 
@@ -86,13 +98,13 @@ class WatchSettings:
     url: str
     queries: tuple[str, ...]
     step: dt.timedelta = dt.timedelta(seconds=60)
-    since: dt.timedelta = dt.timedelta(hours=1)  # how far back the first poll reads, at least
+    since: dt.timedelta = dt.timedelta(hours=1)  # what the first poll reports (history before)
     lag: dt.timedelta = dt.timedelta(seconds=10)  # stay behind now: samples still arriving
     learning: int | None = None  # None: service_ensemble.DEFAULT_LEARNING
     window: int = WINDOW
     lead: int = LEAD
     policy: EventPolicy = ENSEMBLE_POLICY
-    history: dt.timedelta = HISTORY  # learned from on the first poll, reported only in ``since``
+    history: dt.timedelta = HISTORY  # learned from before ``since`` on the first poll
 
     @property
     def step_ms(self) -> int:
@@ -115,10 +127,13 @@ class WatchSettings:
 
     @property
     def backfill(self) -> dt.timedelta:
-        """How far back the first poll reads: ``history`` (a day; at most
-        ``MAX_HISTORY_POINTS`` steps), or ``since`` or the learning period if longer."""
-        history = min(self.history, self.step * MAX_HISTORY_POINTS)
-        return max(self.since, self.step * self.learning_points, history)
+        """How far back the first poll reads: ``since``, and ``history`` before it (a day; at
+        most ``MAX_HISTORY_POINTS`` steps, or the learning period if longer), so that what is
+        reported has a day before it; with no history, ``since`` or the learning period if
+        longer."""
+        if not self.history:
+            return max(self.since, self.step * self.learning_points)
+        return self.since + history_read(self.history, self.step, self.learning_points)
 
     def rule(self) -> Rule:
         return Rule(

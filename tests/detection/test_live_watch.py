@@ -356,6 +356,8 @@ def test_watch_says_how_many_fires_the_history_held_without_listing_them(
         or "unconfirmed fire in the history learned from" in said
     )
     assert "unconfirmed fire 20" not in said  # none listed: all were in the history
+    n = int(said.split(" unconfirmed fire")[0].split()[-1])
+    assert f"({n} fires unconfirmed by |robust z| >= 4, {n} of them in the history" in said
 
 
 def test_watch_history_is_refused_without_a_server_and_0_backfills_since_alone(

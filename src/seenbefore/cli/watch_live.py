@@ -192,10 +192,12 @@ class _View:
         self.saved = 0
         self.points = 0
         self.seconds = 0.0
+        self.history_fires = 0  # unconfirmed fires in this run's backfill (the first poll's)
 
     def add(self, polled: PollResult) -> None:
         self.points += polled.points
         self.seconds += polled.seconds
+        self.history_fires += polled.history_fires
 
     def per_series(self) -> int:
         return self.saved // max(1, len(self.watcher.series))
@@ -253,7 +255,13 @@ class _View:
         console.print(
             f"{_count(sum(s.anomalies for s in series), 'anomaly', 'anomalies')} over "
             f"{len(series)} series ({self.watcher.unconfirmed_fires()} fires unconfirmed by "
-            f"|robust z| >= 4, {self.watcher.merged_fires()} merged into a lasting anomaly); "
+            f"|robust z| >= 4"
+            + (
+                f", {self.history_fires} of them in the history learned from"
+                if self.history_fires
+                else ""
+            )
+            + f", {self.watcher.merged_fires()} merged into a lasting anomaly); "
             f"{self.points:,} points scored this run ({rate:,.0f} points/s); "
             f"{self.per_series():,} bytes of state per series",
             highlight=False,

@@ -1,13 +1,20 @@
-"""`seenbefore detect --prometheus URL` on a daily cycle, with the day of history it reads before
-``--since`` (the default, ``--history 1d``) beside ``--since`` alone (``--history 0``, how detect
-read Prometheus before): what a user sees, through the installed command, against a fake
-Prometheus on loopback.
+"""`seenbefore detect --prometheus URL` and `seenbefore watch --prometheus URL --once` on a daily
+cycle, with the day of history they read before ``--since`` (the default, ``--history 1d``)
+beside less: what a user sees, through the installed command, against a fake Prometheus on
+loopback.
 
-The series: a daily cycle of amplitude 10 with unit noise (a traffic metric's day), at a 60 s and
-a 300 s step, seen at 8 phases of the day (the run's "now" falls every 3 hours of the cycle).
-For each: ``--since 6h`` with no change (any anomaly reported is a false one), and with a step of
-+30 two hours before the end (found when an anomaly starts within 2 points of it; its delay in
-points; anything else reported is a false one).
+Two days' shapes, each at a 60 s and a 300 s step, seen at 8 phases of the day (the run's "now"
+falls every 3 hours of the cycle):
+
+- ``sine``: a daily cycle of amplitude 10 with unit noise (a traffic metric's day);
+- ``opening``: business hours, +30 from 09:00 to 17:00 every day, unit noise.
+
+For each: ``--since 6h`` with no change (any anomaly reported is a false one), and with a step
+of +30 two hours before the end (found when an anomaly starts within 2 points of it; its delay
+in points; anything else reported is a false one). ``detect`` runs with ``--history 1d`` and
+``--history 0`` (``--since`` alone, how detect read Prometheus before); ``watch``'s first poll
+with ``--history 1d`` and ``--history 18h`` (a day in all, ``--since`` inside it: how watch's
+first poll read before ``--history``), its anomalies read from the lines it prints.
 
     .venv/bin/python benchmarks/detect_history.py [--write]
 
@@ -23,6 +30,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,15 +51,24 @@ STEPS = (60, 300)
 SINCE = "6h"
 
 
+FAMILIES = ("sine", "opening")
+WATCHED = re.compile(r"^(?:SEV[1-4]|None) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", re.MULTILINE)
+
+
 class _Cycle:
+    family = "sine"
     phase_s = 0.0
     jump_at: float | None = None  # epoch seconds of the step (None: none)
 
 
 def _value(t: float) -> float:
-    cycle = 100.0 + 10.0 * math.sin(2 * math.pi * ((t + _Cycle.phase_s) % DAY_S) / DAY_S)
+    at = (t + _Cycle.phase_s) % DAY_S
+    if _Cycle.family == "sine":
+        day = 100.0 + 10.0 * math.sin(2 * math.pi * at / DAY_S)
+    else:
+        day = 100.0 + (30.0 if 9 * 3600 <= at < 17 * 3600 else 0.0)
     up = _Cycle.jump_at is not None and t >= _Cycle.jump_at
-    return cycle + (JUMP if up else 0.0) + random.Random(round(t)).gauss(0, 1)
+    return day + (JUMP if up else 0.0) + random.Random(round(t)).gauss(0, 1)
 
 
 class _Prometheus(http.server.BaseHTTPRequestHandler):
@@ -84,33 +101,59 @@ class _Prometheus(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _detect(url: str, step: int, history: str, home: Path) -> dict[str, Any]:
+def _cli(args: list[str], home: Path) -> str:
     cli = Path(sys.executable).with_name("seenbefore")
-    args = [str(cli), "detect", "--prometheus", url, "--query", "orders_per_minute"]
-    args += ["--since", SINCE, "--step", f"{step}s", "--history", history, "--json"]
     env = {**os.environ, "SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER": "none"}
-    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, check=False)
+    done = subprocess.run(
+        [str(cli), *args], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    report: dict[str, Any] = json.loads(done.stdout)
-    return report
+        raise SystemExit(f"seenbefore {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def _detect(url: str, step: int, history: str, home: Path) -> list[float]:
+    """The starts (epoch seconds) of the anomalies ``detect --json`` reports."""
+    args = ["detect", "--prometheus", url, "--query", "orders_per_minute"]
+    args += ["--since", SINCE, "--step", f"{step}s", "--history", history, "--json"]
+    report: dict[str, Any] = json.loads(_cli(args, home))
+    return [dt.datetime.fromisoformat(a["start"]).timestamp() for a in report["anomalies"]]
+
+
+def _watch(url: str, step: int, history: str, home: Path) -> list[float]:
+    """The starts of the anomalies ``watch --once`` prints (a new state each run)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = ["watch", "--prometheus", url, "--query", "orders_per_minute", "--once"]
+        args += ["--interval", f"{step}s", "--since", SINCE, "--history", history]
+        args += ["--lag", "1ms", "--state", str(Path(tmp) / "state.json")]
+        said = _cli(args, home)
+    return [
+        dt.datetime.strptime(m, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.UTC).timestamp()
+        for m in WATCHED.findall(said)
+    ]
+
+
+RUNS = (
+    ("detect", "sine", ("1d", "0")),
+    ("detect", "opening", ("1d", "0")),
+    ("watch", "sine", ("1d", "18h")),
+    ("watch", "opening", ("1d", "18h")),
+)
 
 
 def run(url: str, home: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for step in STEPS:
-        for history in ("1d", "0"):
+    for command, family, histories in RUNS:
+        _Cycle.family = family
+        reported = _detect if command == "detect" else _watch
+        for step, history in ((s, h) for s in STEPS for h in histories):
             cell = {"runs": 0, "false_anomalies": 0, "step_found": 0, "delays": []}
             for k in range(PHASES):
                 _Cycle.phase_s = k * DAY_S / PHASES
                 for jump in (False, True):
                     now = time.time()
                     _Cycle.jump_at = (now - JUMP_BEFORE_END_S) // step * step if jump else None
-                    report = _detect(url, step, history, home)
-                    starts = [
-                        dt.datetime.fromisoformat(a["start"]).timestamp()
-                        for a in report["anomalies"]
-                    ]
+                    starts = reported(url, step, history, home)
                     hit = []
                     if _Cycle.jump_at is not None:
                         hit = [s for s in starts if abs(s - _Cycle.jump_at) <= 2 * step]
@@ -121,6 +164,8 @@ def run(url: str, home: Path) -> dict[str, Any]:
                     cell["runs"] += 1
             cell["steps"] = PHASES
             key = f"step {step}s, --history {history}"
+            if (command, family) != ("detect", "sine"):  # the first cells' keys, as before
+                key = f"{command}, {family}, {key}"
             out[key] = cell
             print(
                 f"{key}: {cell['runs']} runs, false anomalies {cell['false_anomalies']}, "
@@ -147,8 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.server_close()
     record["seconds"] = round(time.perf_counter() - started, 1)
     record["series"] = (
-        "daily cycle, amplitude 10, unit noise; --since 6h; 8 phases of the day, each without "
-        "and with a +30 step two hours before the end"
+        "sine: daily cycle, amplitude 10, unit noise; opening: +30 from 09:00 to 17:00 every "
+        "day, unit noise; --since 6h; 8 phases of the day, each without and with a +30 step "
+        "two hours before the end; cells without a command and family: detect, sine"
     )
     if args.write:
         print(f"wrote {write_results(RESULTS / 'detect_history.json', record)}")

@@ -71,6 +71,18 @@ def _detect_history() -> str:
     )
 
 
+def _history_pair(command: str, family: str, history: str) -> str:
+    """detect_history.json's cells for one command, day shape and --history, at a 60 s and a
+    300 s step: "1 and 0 false anomalies, the step found 2/8 and 3/8"."""
+    cells = _load("detect_history.json")["cells"]
+    prefix = "" if (command, family) == ("detect", "sine") else f"{command}, {family}, "
+    c = [cells[f"{prefix}step {s}s, --history {history}"] for s in (60, 300)]
+    return (
+        f"{c[0]['false_anomalies']} and {c[1]['false_anomalies']} false anomalies, the step "
+        f"found {c[0]['step_found']}/{c[0]['steps']} and {c[1]['step_found']}/{c[1]['steps']}"
+    )
+
+
 def _runtime(data: Any, runtime: str) -> dict[str, Any]:
     return next(r for r in data["results"] if r["runtime"] == runtime)
 
@@ -639,6 +651,21 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
     ("ARTime with NAB's look-ahead range", _artime_whole_range, DETECTION_PAGE),
     ("simulator, both detectors", _detection_totals, DETECTION_PAGE),
     ("detect --prometheus with and without history", lambda: _detect_history(), DETECTION_PAGE),
+    *(
+        (
+            f"{command} on {family} with --history {history}",
+            lambda c=command, f=family, h=history: _history_pair(c, f, h),
+            DETECTION_PAGE,
+        )
+        for command, family, history in (
+            ("detect", "opening", "1d"),
+            ("detect", "opening", "0"),
+            ("watch", "sine", "1d"),
+            ("watch", "sine", "18h"),
+            ("watch", "opening", "1d"),
+            ("watch", "opening", "18h"),
+        )
+    ),
     *((f"NAB LOCO {c}", lambda c=c: _loco(c), DETECTION_PAGE) for c in NAB_COLUMNS[:-1]),
     (
         "NAB LOCO artificialNoAnomaly false positives",

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from seenbefore.cli import watch_live
 from seenbefore.cli.app import app
+from seenbefore.detection import confirm
 from seenbefore.detection.ensemble import DEFAULT_PARAMS
 from seenbefore.detection.live_watch import (
     HISTORY as DAY,
@@ -385,11 +386,12 @@ def test_watch_history_is_refused_without_a_server_and_0_backfills_since_alone(
 
 
 class Opening(DailyCycle):
-    """Business hours: +30 from 09:00 to 17:00 every day (noise 1)."""
+    """Business hours: +30 from 09:00 to 17:00 every day (noise 1), and +30 from ``jump_ms``."""
 
     def value(self, ms: int) -> float:
         hour = (ms % DAY_MS) / 3_600_000
-        return 100.0 + (30.0 if 9 <= hour < 17 else 0.0) + random.Random(ms).gauss(0, 1)
+        jump = 30.0 if self.jump_ms is not None and ms >= self.jump_ms else 0.0
+        return 100.0 + (30.0 if 9 <= hour < 17 else 0.0) + jump + random.Random(ms).gauss(0, 1)
 
 
 def test_the_first_polls_since_is_judged_against_the_day_before_it() -> None:
@@ -407,3 +409,22 @@ def test_the_first_polls_since_is_judged_against_the_day_before_it() -> None:
         within_a_day += len(Watcher(old, Opening(now - 3 * DAY_MS)).poll(_at(now)).anomalies)
     assert reported == 0
     assert within_a_day >= 2
+
+
+@pytest.mark.parametrize("hour", [0, 3, 6, 9])
+def test_a_step_at_night_to_the_daytime_level_is_caught_by_the_day_before(
+    hour: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Business hours, and a +30 step two hours before the first poll's end, outside them: a
+    move to the daytime level the detector has learned as normal, so its score does not fire.
+    The day jump (the value a day earlier) opens the event, and the step is reported at its
+    first point; without it, nothing is. (Not within the window's 4 hours after 17:00: its
+    baseline then holds both levels, and a step at 19:00 is no move from it.)"""
+    now = (BASE_MS // DAY_MS) * DAY_MS + hour * 3_600_000
+    jump = now - 2 * 3_600_000
+    settings = _settings(step=dt.timedelta(seconds=60), learning=None, history=DAY)
+    settings = replace(settings, since=dt.timedelta(hours=6))
+    [anomaly] = Watcher(settings, Opening(now - 3 * DAY_MS, jump)).poll(_at(now)).anomalies
+    assert anomaly.start == _at(jump)
+    monkeypatch.setattr(confirm, "DAY_JUMP_Z", math.inf)
+    assert Watcher(settings, Opening(now - 3 * DAY_MS, jump)).poll(_at(now)).anomalies == []

@@ -7,7 +7,10 @@ that holds it (tests/detection/test_monotone.py checks it over random series).
 **Learning.** The first ``learning`` points are learned from: nothing opens in them, and at
 their end each metric's median and robust scale (its learned *level*) are kept.
 
-**Events.** After that, a point scored at or above ``open_at`` opens an event; its **baseline**
+**Events.** After that, a point scored at or above ``open_at`` opens an event -- and so, with a
+day seen and no event open or anomaly lasting, does a point ``DAY_JUMP_Z`` robust scales of the
+day-over-day differences from its value a day earlier (a *day jump*: what the score, blind to
+the time of day, cannot see); its **baseline**
 is frozen then: each metric's median and robust scale (1.4826 MAD, floored at 1 % of the
 median) over the ``window`` points *before* the fire (never a point of the event itself). The
 event stays open while scores stay >= ``close_below`` and closes after ``close_after`` points
@@ -74,6 +77,12 @@ MIN_DIFFS = 12
 # yesterday must not make today's normal values look like one); the z against yesterday is
 # measured in the window's scale divided by it.
 SEASONAL_RATIO = 3.0
+# A point this many robust scales of the day-over-day differences from its value a day earlier
+# (plus their median) opens an event though the detector's score did not fire: a move to a level
+# the detector has learned as normal at another time of day (business hours: the daytime level
+# at night) is no surprise to it, only to the day before. Chosen once, not tuned; the event
+# still needs the rule's confirmation (docs/detection.md has what it changed).
+DAY_JUMP_Z = 8.0
 # 2: the windows held at float32 precision (and packed so: detection/packed.py) and 288 day slots
 STATE_VERSION = 2
 READS = (1, 2)  # the versions from_state reads
@@ -245,6 +254,8 @@ class Confirmer:
         event = self.event
         if t >= rule.learning:
             fire = score >= p.open_at
+            if not fire and event is None and self.hold is None and self._day_jump(values):
+                fire, score = True, p.open_at  # a day jump (module docstring)
             if event is not None and fire and not event.confirmed and t >= event.t + rule.lead:
                 out.append(self._unconfirmed(event, stamp, "no metric deviated within"))
                 event = self.event = None
@@ -386,6 +397,21 @@ class Confirmer:
         expected = before + med
         cycle = scale / SEASONAL_RATIO
         return (value - expected) / cycle, expected, cycle
+
+    def _day_jump(self, values: Sequence[float]) -> bool:
+        """Whether a metric is ``DAY_JUMP_Z`` robust scales of the day-over-day differences
+        from its value a day earlier plus their median (``MIN_DIFFS`` of them kept)."""
+        for j, v in enumerate(values):
+            before = self._yesterday(j)
+            if before is None or len(self.diffs[j]) < MIN_DIFFS:
+                continue
+            level = self._diff_level[j]
+            if level is None:
+                level = self._diff_level[j] = _level(self.diffs[j])
+            med, spread = level
+            if abs(v - before - med) >= DAY_JUMP_Z * max(spread, 0.01 * abs(v) + 1e-6):
+                return True
+        return False
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is

@@ -386,13 +386,11 @@ class Confirmer:
         (the window's) is at least ``SEASONAL_RATIO`` times the differences' robust scale, and
         in ``scale`` divided by it; None with fewer than ``MIN_DIFFS`` differences kept, or
         without a cycle."""
-        if len(self.diffs[j]) < MIN_DIFFS:
-            return None
-        level = self._diff_level[j]
+        level = self._diffs(j, value)
         if level is None:
-            level = self._diff_level[j] = _level(self.diffs[j])
+            return None
         med, spread = level
-        if max(spread, 0.01 * abs(value) + 1e-6) * SEASONAL_RATIO > scale:
+        if spread * SEASONAL_RATIO > scale:
             return None
         expected = before + med
         cycle = scale / SEASONAL_RATIO
@@ -403,15 +401,23 @@ class Confirmer:
         from its value a day earlier plus their median (``MIN_DIFFS`` of them kept)."""
         for j, v in enumerate(values):
             before = self._yesterday(j)
-            if before is None or len(self.diffs[j]) < MIN_DIFFS:
+            if before is None:
                 continue
-            level = self._diff_level[j]
-            if level is None:
-                level = self._diff_level[j] = _level(self.diffs[j])
-            med, spread = level
-            if abs(v - before - med) >= DAY_JUMP_Z * max(spread, 0.01 * abs(v) + 1e-6):
+            level = self._diffs(j, v)
+            if level is not None and abs(v - before - level[0]) >= DAY_JUMP_Z * level[1]:
                 return True
         return False
+
+    def _diffs(self, j: int, value: float) -> tuple[float, float] | None:
+        """(median, robust scale) of metric ``j``'s kept day-over-day differences, the scale
+        floored at 1 % of ``value``; None with fewer than ``MIN_DIFFS`` kept. Derived once per
+        change of them."""
+        if len(self.diffs[j]) < MIN_DIFFS:
+            return None
+        level = self._diff_level[j]
+        if level is None:
+            level = self._diff_level[j] = _level(self.diffs[j])
+        return level[0], max(level[1], 0.01 * abs(value) + 1e-6)
 
     def _day_apart(self, j: int, value: float, scale: float, ago: int = 0) -> bool:
         """Whether ``value`` (of the point ``ago`` points before the current one) is

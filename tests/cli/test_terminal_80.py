@@ -52,6 +52,27 @@ def test_no_help_text_loses_a_bracketed_word() -> None:
     assert checked >= 2  # detect --notify, notify's help at least
 
 
+def test_every_command_helps_in_whole_paragraphs() -> None:
+    """`seenbefore --help` listed `restore` as seven lines broken where its docstring's lines
+    broke ("a schema exactly as this version's migrations build it, a schema version this
+    version reads,"): Rich keeps a help text's own line breaks. Each paragraph is one line for
+    Rich to wrap, and a list of commands shows the first paragraph alone."""
+    root = typer.main.get_command(app)
+    checked = 0
+    for path in _commands(root)[1:]:
+        command: Any = root
+        for name in path:
+            command = command.commands[name]
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph, (path, paragraph)
+        if command.help and not hasattr(command, "commands"):
+            assert command.short_help == command.help.split("\n\n")[0], path
+            checked += 1
+    assert checked >= 30
+    listed = CliRunner().invoke(app, ["--help"], terminal_width=80)
+    assert "restore" in listed.output and "It checks the copy" not in listed.output
+
+
 def _result() -> SearchResult:
     def cand(
         doc_id: str, by: str, sparse: int | None, dense: int | None, score: float

@@ -11,6 +11,7 @@ first access, for tests and embedding.
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from typing import Any
 
@@ -79,10 +80,29 @@ def build_app(only: str | None = None) -> typer.Typer:
             continue
         target = getattr(importlib.import_module(module), attribute)
         if attribute.endswith("_app"):
+            for info in target.registered_commands:
+                if info.help is None and info.callback is not None:
+                    info.help, info.short_help = _help(info.callback.__doc__)
             built.add_typer(target, name=name)
         else:
-            built.command(name)(target)
+            help_text, first = _help(target.__doc__)
+            built.command(name, help=help_text, short_help=first)(target)
     return built
+
+
+def _help(doc: str | None) -> tuple[str | None, str | None]:
+    """(help, its line in a list of commands) from a command's docstring."""
+    text = _paragraphs(doc)
+    return text, text.split("\n\n")[0] if text else None
+
+
+def _paragraphs(doc: str | None) -> str | None:
+    """A command's docstring with each paragraph on one line, for rich to wrap: it keeps a
+    docstring's own line breaks, mid-sentence, in the list of commands and in every paragraph
+    after the first."""
+    if not doc:
+        return None
+    return "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(doc).split("\n\n"))
 
 
 def _root() -> None:

@@ -152,22 +152,23 @@ def test_the_real_state_loads_and_scores_on() -> None:
 
 def test_a_version_1_rule_state_loads_and_its_day_is_bounded_by_its_own_slots() -> None:
     """Version 1 of the rule's state kept a day of values one a minute (1,440 slots; at this
-    1 s step every 60th point, 1,441 with the look-back's); version 2 keeps 288 (every 300th):
+    1 s step every 60th point, 1,441 with the look-back's); version 2 keeps 288 (every 300th;
+    290 with the look-back's and the slot before a day earlier's):
     a version 1 state loads and is thinned, and each version is held to its own bound."""
     day = [pack([100.0 + i for i in range(1441)])]
     old = _set(lambda s: _rule(s).update(version=1, recent=[pack(_recent(s))], day=day))
     watcher = Watcher.from_state(old, _settings(), FakePrometheus())
     [series] = watcher.series.values()
-    assert 0 < len(series.confirmer.day[0]) <= series.confirmer.rule.day_capacity() == 289
+    assert 0 < len(series.confirmer.day[0]) <= series.confirmer.rule.day_capacity() == 290
     watcher.poll(NEXT)  # and scores on
     over = [pack([100.0] * 1442)]
     with pytest.raises(InputError, match="at most 1441"):
         Watcher.from_state(
             _set(lambda s: _rule(s).update(version=1, day=over)), _settings(), FakePrometheus()
         )
-    with pytest.raises(InputError, match="at most 289"):
+    with pytest.raises(InputError, match="at most 290"):
         Watcher.from_state(
-            _set(lambda s: _rule(s).update(day=[pack([100.0] * 290)])),
+            _set(lambda s: _rule(s).update(day=[pack([100.0] * 291)])),
             _settings(),
             FakePrometheus(),
         )

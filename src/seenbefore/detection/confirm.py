@@ -9,8 +9,9 @@ their end each metric's median and robust scale (its learned *level*) are kept.
 
 **Events.** After that, a point scored at or above ``open_at`` opens an event -- and so, with a
 day seen and no event open or anomaly lasting, does a point ``DAY_JUMP_Z`` robust scales of the
-day-over-day differences from its value a day earlier (a *day jump*: what the score, blind to
-the time of day, cannot see); its **baseline**
+day-over-day differences from its value a day earlier, at a level the day before the last hours
+reached (a *day jump*: a level normal at another time of day, which the score, blind to the time
+of day, cannot see; :meth:`Confirmer._day_jump`); its **baseline**
 is frozen then: each metric's median and robust scale (1.4826 MAD, floored at 1 % of the
 median) over the ``window`` points *before* the fire (never a point of the event itself). The
 event stays open while scores stay >= ``close_below`` and closes after ``close_after`` points
@@ -33,6 +34,9 @@ has deviated on ``sustain`` points, each within ``close_after`` points of the on
 earlier point is forgotten); the anomaly names the metrics that have, and starts at the first of
 those points. A fire that closes without that is **unconfirmed**, with the reason
 (:attr:`Unconfirmed.why`).
+
+*A day earlier* is the value kept then or, where a day keeps one value every few points, each
+of the two kept either side of then: a check against yesterday holds against both.
 
 **Lasting.** An anomaly lasts until its metrics have been back for ``close_after`` points in a
 row (it ends at the first of them); a metric is back when it is no longer ``deviation_z`` (in
@@ -115,13 +119,15 @@ class Rule:
     def day_kept(self) -> int:
         return self.day // self.day_stride if self.day else 0
 
-    def day_capacity(self, slots: int | None = None) -> int:
+    def day_capacity(self, slots: int | None = None, *, bracket: bool = True) -> int:
         """Values a day of values holds, with one kept every ``day_stride(day, slots)`` points:
-        a day, and the slots of the ``back`` points a fire looks back at beyond it."""
+        a day, the slots of the ``back`` points a fire looks back at beyond it and, with a
+        stride, one more: a day before each of them lies between two kept values (not so
+        in version 1 states: ``bracket=False``)."""
         if not self.day:
             return 1
         stride = day_stride(self.day, slots)
-        return self.day // stride + -(-self.back // stride)
+        return self.day // stride + -(-self.back // stride) + (bracket and stride > 1)
 
 
 @dataclass(frozen=True)
@@ -360,8 +366,7 @@ class Confirmer:
                 day_scale = lscale if math.isnan(day_scale) else max(day_scale, lscale)
         limit = self.rule.policy.deviation_z
         if not math.isnan(z) and limit / 2 <= abs(z) < limit:
-            before = self._yesterday(j, ago)
-            seasonal = None if before is None else self._seasonal(j, value, scale, before)
+            seasonal = self._nearest(j, value, scale, ago)
             if seasonal is not None and abs(seasonal[0]) >= limit:
                 z, baseline, scale = seasonal
                 day_scale = scale
@@ -369,14 +374,32 @@ class Confirmer:
             return None
         return max(-CLIP, min(CLIP, z)), baseline, scale, day_scale
 
-    def _yesterday(self, j: int, ago: int = 0) -> float | None:
-        """Metric ``j``'s kept value a day before the point ``ago`` points before the current
-        one; None before a day has been seen (or when the rule has no day)."""
+    def _yesterday(self, j: int, ago: int = 0) -> tuple[float, ...]:
+        """Metric ``j``'s kept values around a day before the point ``ago`` points before the
+        current one: the one kept then, else the two kept either side of then (one is kept
+        every ``day_stride`` points, and at a sharp edge, a business day's closing, one side
+        of it is still the other level); none before a day has been seen (or when the rule
+        has no day). A check against yesterday holds only against each of them."""
         kept, rule = self.day[j], self.rule
-        slot = rule.day_kept + ago // rule.day_stride
-        if not rule.day or len(kept) < slot:
-            return None
-        return kept[len(kept) - slot]
+        if not rule.day or not kept:
+            return ()
+        stride = rule.day_stride
+        then = self.t - ago - rule.day
+        newest = (self.t - 1) // stride * stride  # the point the newest kept value is of
+        found = []
+        for at in sorted({-(-then // stride) * stride, then // stride * stride}, reverse=True):
+            back = (newest - at) // stride
+            if then >= 0 and 0 <= back < len(kept):
+                found.append(kept[len(kept) - 1 - back])
+        return tuple(found)
+
+    def _nearest(
+        self, j: int, value: float, scale: float, ago: int = 0
+    ) -> tuple[float, float, float] | None:
+        """:meth:`_seasonal` against the value a day earlier it is nearest to."""
+        found = [self._seasonal(j, value, scale, b) for b in self._yesterday(j, ago)]
+        kept = [f for f in found if f is not None]
+        return min(kept, key=lambda f: abs(f[0])) if kept else None
 
     def _seasonal(
         self, j: int, value: float, scale: float, before: float
@@ -397,16 +420,31 @@ class Confirmer:
         return (value - expected) / cycle, expected, cycle
 
     def _day_jump(self, values: Sequence[float]) -> bool:
-        """Whether a metric is ``DAY_JUMP_Z`` robust scales of the day-over-day differences
-        from its value a day earlier plus their median (``MIN_DIFFS`` of them kept)."""
+        """Whether a metric has jumped: it is :meth:`_apart` from its value a day earlier
+        (``MIN_DIFFS`` day-over-day differences kept), at a level the day's kept values
+        reached before the last ``DIFFS`` of them: a level the detector has seen as normal at
+        another time of day. Beyond that range the score is left to judge it, having learned
+        from more than a day: a weekday's opening after a quiet weekend is such a move (the
+        weekdays before it were the same), and so, for hours, is every point after it."""
         for j, v in enumerate(values):
-            before = self._yesterday(j)
-            if before is None:
-                continue
             level = self._diffs(j, v)
-            if level is not None and abs(v - before - level[0]) >= DAY_JUMP_Z * level[1]:
+            before = self._yesterday(j)
+            if level is None or not before or not all(self._apart(v - b, level) for b in before):
+                continue
+            # the day before the last DIFFS kept points: a change of the last hours is not
+            # a level seen at another time of day
+            kept = list(self.day[j])[: -len(self.diffs[j])]
+            if kept and min(kept) <= v <= max(kept):
                 return True
         return False
+
+    @staticmethod
+    def _apart(diff: float, level: tuple[float, float]) -> bool:
+        """Whether a day-over-day difference is ``DAY_JUMP_Z`` robust scales from both their
+        median and 0: a move beyond the day-over-day trend (the median follows a change that
+        lasts for hours, and its end would look like a jump from it)."""
+        med, spread = level
+        return min(abs(diff - med), abs(diff)) >= DAY_JUMP_Z * spread
 
     def _diffs(self, j: int, value: float) -> tuple[float, float] | None:
         """(median, robust scale) of metric ``j``'s kept day-over-day differences, the scale
@@ -425,12 +463,12 @@ class Confirmer:
         ``scale``, or -- on a daily cycle -- in the cycle's scale from that value plus the
         differences' median (:meth:`_seasonal`)."""
         before = self._yesterday(j, ago)
-        if before is None:
+        if not before:
             return True
         limit = self.rule.policy.deviation_z
-        if abs(value - before) / scale >= limit:
+        if all(abs(value - b) / scale >= limit for b in before):
             return True
-        seasonal = self._seasonal(j, value, scale, before)
+        seasonal = self._nearest(j, value, scale, ago)
         return seasonal is not None and abs(seasonal[0]) >= limit
 
     def _look_back(self, event: _Event, now: int) -> Confirmed | None:
@@ -554,8 +592,7 @@ class Confirmer:
             v = float(values[j])
             if (v - baseline) * sign / scale >= limit and self._day_apart(j, v, day_scale):
                 return True
-            before = self._yesterday(j)  # on a daily cycle: still apart from yesterday
-            seasonal = None if before is None else self._seasonal(j, v, scale, before)
+            seasonal = self._nearest(j, v, scale)  # on a daily cycle: still apart from yesterday
             if seasonal is not None and seasonal[0] * sign >= limit:
                 return True
         return False

@@ -322,7 +322,9 @@ def _confirmer_invariants(state: Mapping[str, Any], path: str, rule: Rule, limit
     bounds = {
         "recent": fresh.recent[0].maxlen or 0,
         # version 1 kept one a minute (DAY_SLOTS_V1); from_state thins it
-        "day": rule.day_capacity(DAY_SLOTS if state["version"] > 1 else DAY_SLOTS_V1),
+        "day": rule.day_capacity(DAY_SLOTS)
+        if state["version"] > 1
+        else rule.day_capacity(DAY_SLOTS_V1, bracket=False),
         "diffs": DIFFS,
         "head": learning,
     }

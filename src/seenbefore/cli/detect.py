@@ -128,7 +128,8 @@ def detect_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Detect anomalies in simulated (or given) telemetry, triage them, check them against truth."""
+    """Detect anomalies in simulated telemetry or your own (--csv, --prometheus) and triage
+    them; the simulator's are checked against the incidents it injected."""
     if learning is not None and not 10 <= learning <= MAX_LEARNING:
         raise InputError(f"--learning is {learning}; give 10 to {MAX_LEARNING:,} points")
     if detector not in (None, "ensemble", "iforest"):

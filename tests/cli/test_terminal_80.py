@@ -191,6 +191,18 @@ def test_ingest_off_a_terminal_prints_progress_lines_on_stderr(tmp_path: Path) -
     assert quiet == ""
 
 
+def test_line_progress_advances_as_richs_progress_does() -> None:
+    """benchmarks/ingest.py stopped with "'LineProgress' object has no attribute 'advance'"
+    off a terminal: whatever `progress_bar` returns must take Rich's `advance(task)`."""
+    lines: list[str] = []
+    bar = LineProgress(every_s=60.0, clock=lambda: 0.0, write=lines.append)
+    task = bar.add_task("searching", total=3)
+    for _ in range(3):
+        bar.advance(task)
+    bar.advance(task, 0.0)
+    assert lines == ["searching: 1/3 (0 s)", "searching: 3/3 (done, 0 s)"]
+
+
 def test_line_progress_prints_first_every_interval_and_done() -> None:
     now = [0.0]
     lines: list[str] = []

@@ -29,7 +29,7 @@ class _Task:
 
 class LineProgress:
     """The part of :class:`rich.progress.Progress` the commands use (``add_task``,
-    ``update``), written as lines such as ``ingesting INC-2021-007.md: 12/71 (4 s)``."""
+    ``update``, ``advance``), written as lines such as ``ingesting INC-2021-007.md: 12/71 (4 s)``."""
 
     def __init__(
         self,
@@ -79,6 +79,10 @@ class LineProgress:
         if (finished and not task.done) or (due and not finished):
             task.last_line, task.done = now, finished
             self.write(self._line(task, now))
+
+    def advance(self, task_id: TaskID, advance: float = 1.0) -> None:
+        """As Rich's ``Progress.advance``: ``update(task_id, advance=advance)``."""
+        self.update(task_id, advance=advance)
 
     def _line(self, task: _Task, now: float) -> str:
         count = f"{task.completed:g}" + (f"/{task.total:g}" if task.total else "")

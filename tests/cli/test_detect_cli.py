@@ -79,6 +79,21 @@ def test_nab_command_on_a_small_labelled_tree(tmp_path: Path) -> None:
     assert len(written) == 1
     header = written[0].read_text().splitlines()[0]
     assert header == "timestamp,value,anomaly_score,label"
+    # off a terminal, without --json: progress lines on stderr (Rich drew nothing there)
+    shown = runner.invoke(
+        app,
+        [
+            "nab",
+            "--data",
+            str(tmp_path / "data"),
+            "--labels",
+            str(labels),
+            "--out",
+            str(tmp_path / "o2"),
+        ],
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "realAWSCloudwatch/toy.csv: 0/1" in shown.stderr
 
 
 def _spiky_csv(path: Path, n: int = 400, spike_at: int = 300) -> Path:

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json
+from seenbefore.cli.progress import LineProgress
 from seenbefore.detection.ensemble import DEFAULT_PARAMS, EVENT_PARAMS
 from seenbefore.lab.nab import (
     SCOREBOARD_ALL58,
@@ -77,7 +78,13 @@ def run_and_show(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
     )
-    with Progress(*columns, console=console, disable=as_json, transient=False) as progress:
+    # off a terminal (a log, CI) Rich draws nothing: lines on stderr instead (cli/progress.py)
+    progress: Progress | LineProgress = (
+        LineProgress()
+        if not as_json and not console.is_terminal
+        else Progress(*columns, console=console, disable=as_json, transient=False)
+    )
+    with progress:
         task = progress.add_task("reading the labels", total=total)
 
         def on_file(rel: str, what: str) -> None:

@@ -163,17 +163,22 @@ class Triage:
 def attach_rules(
     anomalies: Sequence[Anomaly], hits: Sequence[RuleHit], slack: dt.timedelta
 ) -> list[Anomaly]:
-    """Rule hits join the anomalies they overlap (same service); the others become anomalies of
-    their own, so a rule catches what the detector missed."""
+    """Rule hits join the anomalies they overlap, within ``slack`` (same service): one that
+    began earlier too, and the anomaly then begins where the rule fired (a rule on error rate
+    fired 13 minutes before the detector confirmed the same bad deploy, and the two were kept
+    as two anomalies). The others become anomalies of their own, so a rule catches what the
+    detector missed."""
     out = list(anomalies)
     for hit in hits:
         for i, anomaly in enumerate(out):
             if (
                 anomaly.service == hit.service
-                and anomaly.start - slack <= hit.start <= anomaly.end + slack
+                and hit.start <= anomaly.end + slack
+                and hit.end >= anomaly.start - slack
             ):
                 out[i] = dataclasses.replace(
                     anomaly,
+                    start=min(anomaly.start, hit.start),
                     rules=tuple(dict.fromkeys((*anomaly.rules, hit.rule.name))),
                     rules_severity=tuple(
                         dict.fromkeys((*anomaly.rules_severity, hit.rule.severity))

@@ -29,7 +29,7 @@ from rich.table import Table
 
 from corpora import alert_length, chunk_counts, plan, scifact_markdown, scifact_queries
 from provenance import provenance, write_results
-from seenbefore.cli.ingest import progress_bar
+from seenbefore.cli.progress import progress_bar
 from seenbefore.knowledge.chunking import chunk_postmortem
 from seenbefore.knowledge.ingest import Ingestor
 from seenbefore.knowledge.validate import postmortem_from_markdown

@@ -56,19 +56,8 @@ def test_nab_command_on_a_small_labelled_tree(tmp_path: Path) -> None:
     ]
     labels = tmp_path / "labels.json"
     labels.write_text(json.dumps({"realAWSCloudwatch/toy.csv": [window]}))
-    result = runner.invoke(
-        app,
-        [
-            "nab",
-            "--data",
-            str(tmp_path / "data"),
-            "--labels",
-            str(labels),
-            "--out",
-            str(tmp_path / "out"),
-            "--json",
-        ],
-    )
+    nab = ["nab", "--data", str(tmp_path / "data"), "--labels", str(labels), "--out"]
+    result = runner.invoke(app, [*nab, str(tmp_path / "out"), "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["normalised_score"] > 50  # the obvious spike is found inside its window
@@ -80,18 +69,7 @@ def test_nab_command_on_a_small_labelled_tree(tmp_path: Path) -> None:
     header = written[0].read_text().splitlines()[0]
     assert header == "timestamp,value,anomaly_score,label"
     # off a terminal, without --json: progress lines on stderr (Rich drew nothing there)
-    shown = runner.invoke(
-        app,
-        [
-            "nab",
-            "--data",
-            str(tmp_path / "data"),
-            "--labels",
-            str(labels),
-            "--out",
-            str(tmp_path / "o2"),
-        ],
-    )
+    shown = runner.invoke(app, [*nab, str(tmp_path / "o2")])
     assert shown.exit_code == 0, shown.output
     assert "realAWSCloudwatch/toy.csv: 0/1" in shown.stderr
 

@@ -170,9 +170,9 @@ def restore(
     It checks the copy's integrity, a schema exactly as this version's migrations build it, a
     schema version this version reads, rows it can read (storage/sqlite/restore.py), an audit
     chain that verifies under this home's audit key and agrees with the live one, and tokens
-    this store issued (security/restore_guard.py). The live audit log, token revocations and web sessions are
-    kept, and the restore itself is audited. A refused backup leaves the store, and the review
-    checkpoints beside it, as they were."""
+    this store issued (security/restore_guard.py). The live audit log, token revocations and
+    web sessions are kept, and the restore itself is audited. A refused backup leaves the
+    store, and the review checkpoints beside it, as they were."""
     from seenbefore.security import restore_guard
     from seenbefore.security.tokens import local_principal
 

@@ -16,7 +16,7 @@ from seenbefore.cli.common import (
     print_wide,
     settings,
 )
-from seenbefore.cli.ingest import progress_bar
+from seenbefore.cli.progress import progress_bar
 from seenbefore.errors import InputError
 from seenbefore.evaluation.cases import Case, load_cases
 from seenbefore.evaluation.harness import EvalReport, evaluate

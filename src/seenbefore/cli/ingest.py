@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from seenbefore.cli.common import console, err_console, open_kb, open_store, print_json
-from seenbefore.cli.progress import LineProgress
+from seenbefore.cli.progress import LineProgress, progress_bar
 from seenbefore.cli.security import record_write, tiers_by_id
 from seenbefore.errors import InputError, NotFoundError
 from seenbefore.knowledge.ingest import IngestReport
@@ -19,22 +19,6 @@ from seenbefore.knowledge.jsonl import PRESETS, FieldMapping
 from seenbefore.types import QuarantineEntry
 
 quarantine_app = typer.Typer(help="List, retry or drop documents that failed validation.")
-
-
-def progress_bar(*, disable: bool) -> Progress | LineProgress:
-    """The progress every long command shows (hidden for --json): Rich's bar on a terminal,
-    else lines on stderr (cli/progress.py)."""
-    if not disable and not console.is_terminal:
-        return LineProgress()
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=disable,
-    )
 
 
 def _progress_callback(progress: Progress | LineProgress | None, label: str) -> Any:

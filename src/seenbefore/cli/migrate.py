@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json, settings
-from seenbefore.cli.ingest import progress_bar
+from seenbefore.cli.progress import progress_bar
 from seenbefore.errors import InputError, StoreError
 from seenbefore.lifecycle.home import OUTBOX_FILE
 from seenbefore.storage.factory import open_url, outbox_file

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from seenbefore.cli.common import console, print_json
-from seenbefore.cli.progress import LineProgress
+from seenbefore.cli.progress import progress_bar
 from seenbefore.detection.ensemble import DEFAULT_PARAMS, EVENT_PARAMS
 from seenbefore.lab.nab import (
     SCOREBOARD_ALL58,
@@ -78,13 +78,7 @@ def run_and_show(
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
     )
-    # off a terminal (a log, CI) Rich draws nothing: lines on stderr instead (cli/progress.py)
-    progress: Progress | LineProgress = (
-        LineProgress()
-        if not as_json and not console.is_terminal
-        else Progress(*columns, console=console, disable=as_json, transient=False)
-    )
-    with progress:
+    with progress_bar(disable=as_json, columns=columns, transient=False) as progress:
         task = progress.add_task("reading the labels", total=total)
 
         def on_file(rel: str, what: str) -> None:

@@ -7,13 +7,21 @@ when it completes; stdout stays for the command's result (and ``--json``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
-from rich.progress import TaskID
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
-from seenbefore.cli.common import err_console
+from seenbefore.cli.common import console, err_console
 
 EVERY_S = 5.0
 
@@ -28,8 +36,8 @@ class _Task:
 
 
 class LineProgress:
-    """The part of :class:`rich.progress.Progress` the commands use (``add_task``,
-    ``update``, ``advance``), written as lines such as ``ingesting INC-2021-007.md: 12/71 (4 s)``."""
+    """The part of :class:`rich.progress.Progress` the commands use (``add_task``, ``update``,
+    ``advance``), written as lines such as ``ingesting INC-2021-007.md: 12/71 (4 s)``."""
 
     def __init__(
         self,
@@ -88,3 +96,23 @@ class LineProgress:
         count = f"{task.completed:g}" + (f"/{task.total:g}" if task.total else "")
         state = "done, " if task.done else ""
         return f"{task.description}: {count} ({state}{now - self.started:.0f} s)"
+
+
+def progress_bar(
+    *,
+    disable: bool,
+    columns: Sequence[str | ProgressColumn] = (),
+    transient: bool = True,
+) -> Progress | LineProgress:
+    """The progress every long command shows (hidden for --json, ``disable``): Rich's bar on
+    a terminal (``columns``, else the description, bar, count and time), else lines on
+    stderr."""
+    if not disable and not console.is_terminal:
+        return LineProgress()
+    shown = columns or (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return Progress(*shown, console=console, transient=transient, disable=disable)

@@ -381,15 +381,15 @@ class Confirmer:
         of it is still the other level); none before a day has been seen (or when the rule
         has no day). A check against yesterday holds only against each of them."""
         kept, rule = self.day[j], self.rule
-        if not rule.day or not kept:
+        then = self.t - ago - (rule.day or 0)
+        if not rule.day or not kept or then < 0:
             return ()
         stride = rule.day_stride
-        then = self.t - ago - rule.day
         newest = (self.t - 1) // stride * stride  # the point the newest kept value is of
         found = []
         for at in sorted({-(-then // stride) * stride, then // stride * stride}, reverse=True):
             back = (newest - at) // stride
-            if then >= 0 and 0 <= back < len(kept):
+            if 0 <= back < len(kept):
                 found.append(kept[len(kept) - 1 - back])
         return tuple(found)
 

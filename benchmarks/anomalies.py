@@ -34,8 +34,10 @@ from rich.table import Table
 
 from provenance import provenance, write_results
 from seenbefore.calibration.labelled import calibration_metrics, fit_confidence
+from seenbefore.calibration.runs import CaseRun
 from seenbefore.calibration.weights import pick_weight_cv
 from seenbefore.config import Settings
+from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, ConfidenceModel
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.evaluation.anomalies import (
     CAVEAT,
@@ -79,6 +81,50 @@ def build_kb(home: Path, embedding_cache: Path) -> KnowledgeBase:
         kb.query_embedder = cached.inner
     kb.ingest([REPO / "examples/postmortems"])
     return kb
+
+
+def shipped_anomaly_model(defaults: Path) -> ConfidenceModel | None:
+    """The anomaly confidence model ``defaults`` (defaults.json) ships, if any."""
+    models = json.loads(defaults.read_text()).get("confidence", {})
+    key = next((k for k in sorted(models) if k.startswith("anomaly:")), None)
+    return ConfidenceModel.from_dict(models[key]) if key else None
+
+
+def verdict_states(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict[str, Any]:
+    """The verdicts ``model`` gives ``runs`` as a search would (each query shape's thresholds),
+    as shares per group: top right, top wrong, no precedent in the KB."""
+    groups: dict[str, list[str]] = {"top_right": [], "top_wrong": [], "no_precedent": []}
+    for run in runs:
+        p = model.predict(run.signals)
+        verdict = model.for_shape(run.shape).verdict_for(p, run.signals)
+        group = (
+            "no_precedent"
+            if run.case.expect_novel
+            else "top_right"
+            if run.top_correct
+            else "top_wrong"
+        )
+        groups[group].append(verdict)
+    return {
+        g: {
+            "n": len(v),
+            **{
+                name: round(v.count(verdict) / len(v), 4) if v else None
+                for name, verdict in (("found", FOUND), ("possible", POSSIBLE), ("none", NONE))
+            },
+        }
+        for g, v in groups.items()
+    }
+
+
+def states_line(states: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{g.replace('_', ' ')} (n {s['n']}) found/possible/none "
+        + "/".join(
+            "-" if s[k] is None else f"{100 * s[k]:.0f}%" for k in ("found", "possible", "none")
+        )
+        for g, s in states.items()
+    )
 
 
 def type_hit(ranking: list[str], case: AnomalyCase) -> int:
@@ -251,6 +297,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "when no precedent): "
             + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in sorted(per_kind.items()))
         )
+        # the verdicts a user is shown (detect --investigate, POST /v1/detect): the model the
+        # product ships (defaults.json as this run found it) beside the one fitted now
+        shipped_model = shipped_anomaly_model(args.out)
+        verdicts = {
+            "shipped": (
+                verdict_states(shipped_model, [scored[c.case.id] for c in cases])
+                if shipped_model
+                else None
+            ),
+            "fitted_now, odd seeds": verdict_states(model, held_runs),
+        }
+        for name, states in verdicts.items():
+            if states:
+                console.print(f"verdicts, {name} model: {states_line(states)}")
         family = kb.dense_family()
         record: dict[str, Any] = {
             **provenance("benchmarks/anomalies.py", argv),
@@ -277,6 +337,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "confidence": {
                 "fitted_on": model.source,
                 "held_out_odd_seeds": held,
+            },
+            "verdicts": {
+                "meaning": "the verdict a user is shown per anomaly (its query shape's "
+                "thresholds), split by top right / top wrong / no precedent in the KB: "
+                "shipped = defaults.json's anomaly model as this run found it, on every seed's "
+                "anomalies (no leave-type-out copies); fitted_now = this run's fit, on the "
+                "odd seeds' cases it was not fitted on",
+                **verdicts,
             },
             "reported_right_all_seeds": {
                 k: {"right": sum(v), "cases": len(v)} for k, v in sorted(per_kind.items())

@@ -141,3 +141,25 @@ def test_thresholds_for_an_unknown_shape_or_out_of_order_are_refused() -> None:
         ConfidenceModel(IDENTITY.weights, 0.0, shapes={"pager": (0.1, 0.5)})
     with pytest.raises(ValueError, match="alert thresholds must satisfy"):
         ConfidenceModel(IDENTITY.weights, 0.0, shapes={"alert": (0.6, 0.5)})
+
+
+def test_when_the_two_rules_meet_lo_drops_to_where_cases_without_a_precedent_lie() -> None:
+    import dataclasses
+
+    # precedents first at 0.90 .. 0.99; no precedent in the KB at 0.01 .. 0.20: the 5 % rule
+    # asks lo 0.90, hi sits at its floor 0.5, so the two meet
+    right = _p_rows([0.90 + 0.005 * i for i in range(20)], True, "labelled")
+    absent = [
+        dataclasses.replace(r, has_precedent=False)
+        for r in _p_rows([0.01 + 0.01 * i for i in range(20)], False, "labelled")
+    ]
+    lo, hi, rule = fitting.operating_point(IDENTITY, [*right, *absent])
+    assert hi == pytest.approx(0.5, abs=1e-4)
+    # the 95th percentile of the absent ones (0.20 is the one case of 20 above 0.19)
+    assert lo == pytest.approx(0.19, abs=1e-4)
+    assert "possible" in rule and "no middle band" not in rule
+    model = ConfidenceModel(IDENTITY.weights, 0.0, lo=lo, hi=hi)
+    # a precedent scored lower than any seen (0.46, as an anomaly unlike the fitted ones is) is
+    # "possible", where lo just under hi (0.49) told a person there was none
+    assert model.verdict(0.46) == POSSIBLE
+    assert model.verdict(0.05) == NONE

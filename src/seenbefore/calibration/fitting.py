@@ -15,7 +15,10 @@ CASES``) and reviewers' decisions (review/labels.py).
    of the *recurrence-shaped* ones among them (the source document left out, a known precedent
    of it ranked first): "no precedent" needs evidence of absence; ``hi`` the smallest, at
    least 0.5, that at most ``FALSE_FOUND`` of the queries whose top result is not a precedent
-   reach, and no off-domain query at all. Every style weighs the same in both. The same is done
+   reach, and no off-domain query at all. Every style weighs the same in both. Where the two
+   meet (cases that separate cleanly, as simulated anomalies do), ``lo`` drops to where at most
+   ``ABSENT_ABOVE`` of the queries with no precedent in the KB lie above it, so that a case
+   between the two kinds is "possible", not "no precedent". The same is done
    again per shape of query (:func:`shape_points`: the pager-line ``alert`` style against the
    prose ones, off-domain cases in both), since the same ``p`` does not mean the same in both;
    a shape short of cases keeps the overall pair.
@@ -72,6 +75,9 @@ FEATURES: tuple[str, ...] = (
 FALSE_NONE = 0.05  # the most queries with their precedent first that may be told "no precedent"
 FALSE_FOUND = 0.05  # the most queries without a precedent first that may be told "found"
 MIN_STYLE = 10  # cases of a kind a style needs before it sets a threshold
+# when the two costs ask for one threshold (cases that separate cleanly, as simulated anomalies
+# do), lo is where at most this share of the cases with no precedent in the KB lie above it
+ABSENT_ABOVE = 0.05
 L2 = 0.01
 OFF_DOMAIN = "off-domain"
 # the shape of query each self-made style is (core/confidence.SHAPES); off-domain lines are
@@ -184,11 +190,13 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
     first: list[tuple[float, float]] = []
     again: list[tuple[float, float]] = []
     wrong: list[tuple[float, float]] = []
+    absent: list[tuple[float, float]] = []
     ceiling, used_first, used_wrong, used_again = 0.0, [], [], []
     for style, pairs in sorted(by_style.items()):
         right = [p for p, r in pairs if r.right and r.has_precedent]
         recurring = [p for p, r in pairs if r.right and r.recurrence]
         bad = [p for p, r in pairs if not r.right]
+        missing = [p for p, r in pairs if not r.has_precedent]
         if len(right) >= MIN_STYLE:
             first += [(p, 1.0 / len(right)) for p in right]
             used_first.append(style)
@@ -198,6 +206,8 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
         if len(bad) >= MIN_STYLE:
             wrong += [(p, 1.0 / len(bad)) for p in bad]
             used_wrong.append(style)
+        if len(missing) >= MIN_STYLE:
+            absent += [(p, 1.0 / len(missing)) for p in missing]
         if style == OFF_DOMAIN and bad:
             ceiling = max(ceiling, max(bad) + 1e-6)
     lo = _weighted_quantile(first, FALSE_NONE) - 1e-6 if first else 0.2
@@ -216,7 +226,16 @@ def operating_point(model: ConfidenceModel, rows: Sequence[Labelled]) -> tuple[f
         f"hi {hi:.3f}: at most {FALSE_FOUND:.0%} of the cases with a wrong top result reach it "
         f"({', '.join(used_wrong) or 'none'}), and no off-domain case"
     )
-    if lo >= hi:
+    if lo >= hi and absent:
+        # the cases separate so well that both rules ask for one threshold; "no precedent"
+        # still needs evidence of absence: p no higher than the cases with none in the KB give
+        lo = max(0.0, min(hi - 0.01, _weighted_quantile(absent, 1.0 - ABSENT_ABOVE) + 1e-6))
+        rule += (
+            f"; the two met, so lo sits where at most {ABSENT_ABOVE:.0%} of the cases with no "
+            f"precedent in the KB lie above it ({lo:.3f}), and between the two a precedent is "
+            "possible"
+        )
+    elif lo >= hi:
         lo = max(0.0, hi - 0.01)
         rule += f"; the two met, so lo sits just under hi ({lo:.3f}): no middle band"
     # lo rounds down and hi up: rounding must not pull a case across its own threshold

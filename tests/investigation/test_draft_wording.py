@@ -6,6 +6,7 @@ the missing information; signals named in the alert's words count as named."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 from seenbefore.config import Settings
@@ -15,6 +16,7 @@ from seenbefore.investigation.investigator import Investigator
 from seenbefore.investigation.query import InvestigationRequest, from_text, named_in
 from seenbefore.investigation.reporter import Draft, OfflineReporter, plain
 from seenbefore.kb import KnowledgeBase
+from seenbefore.review.models import evidence_from_dict, evidence_to_dict
 from tests.service.conftest import write_kb
 
 SECTIONS = {
@@ -135,3 +137,25 @@ def test_named_in_and_plain() -> None:
     assert not named_in("db_connections_in_use", "db connections at the limit")
     assert not named_in("cpu", "cpus busy")  # whole words only
     assert plain("**Trigger**: `x` and [a](https://h/p)") == "Trigger: x and a (https://h/p)"
+
+
+def test_an_untyped_precedent_is_named_by_its_inferred_failure_mode(tmp_path: Path) -> None:
+    # real postmortems carry no type: the draft names the mode inferred from the text, marked
+    # so (as show and search do), where it said "untyped"
+    docs = write_kb(tmp_path / "docs")
+    for path in docs.glob("*.md"):
+        text = path.read_text()
+        path.write_text("\n".join(x for x in text.splitlines() if not x.startswith("type:")))
+    with KnowledgeBase(Settings(home=tmp_path / "home", embedder="none")) as kb:
+        kb.ingest([docs])
+        ev = Investigator(kb, tiers=("general",)).investigate(from_text(POOL))
+    top = ev.items[0]
+    assert top.doc_id == "POOL-1" and top.type == ""
+    assert top.inferred_type.startswith("connection-pool-exhaustion (inferred, p ")
+    draft = OfflineReporter().draft(replace(ev, verdict=POSSIBLE, novel=False))
+    assert "untyped" not in draft.summary
+    assert f"POOL-1 ({top.inferred_type})" in draft.summary
+    kept = evidence_from_dict(evidence_to_dict(ev), ev.request)  # what a review stores
+    assert kept.items[0].inferred_type == top.inferred_type
+    # an author's type is shown as written, with nothing inferred beside it
+    assert item().inferred_type == ""

@@ -36,6 +36,9 @@ class EvidenceItem:
     signals_not_in_precedent: tuple[str, ...]
     signals_only_in_precedent: tuple[str, ...]
     injection_flags: tuple[str, ...] = ()  # kinds of prompt-injection patterns found in sections
+    # where the author wrote no type: the failure mode inferred from the text, for people
+    # (knowledge.failure_modes.FailureMode.label: "cpu-saturation (inferred, p 0.91)")
+    inferred_type: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from seenbefore.investigation.query import InvestigationRequest, named_in
 from seenbefore.investigation.rewriter import QueryRewriter
 from seenbefore.investigation.withhold import findings
 from seenbefore.kb import KnowledgeBase
+from seenbefore.knowledge.failure_modes import failure_mode
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.signals import normalise_signal
 from seenbefore.types import Candidate, ModelFit, SearchFilters
@@ -100,6 +101,7 @@ class Investigator:
                     injection_flags=tuple(
                         sorted({f.kind for t in sections.values() for f in findings(t)})
                     ),
+                    inferred_type="" if pm.type else failure_mode(pm).label(),
                 )
             )
         unknown = self._unknown_signals(request)

@@ -188,7 +188,7 @@ class OfflineReporter:
         uncalibrated = _uncalibrated(evidence)
         lead = "Precedent found" if verdict == FOUND else "Possible precedent — check"
         return Draft(
-            summary=f"{lead}: {top.doc_id} ({top.type or 'untyped'}); "
+            summary=f"{lead}: {top.doc_id} ({top.type or top.inferred_type or 'untyped'}); "
             f"p_precedent {evidence.confidence:.2f}{uncalibrated}.",
             hypothesis=hypothesis,
             cited_incidents=[i.doc_id for i in evidence.items],

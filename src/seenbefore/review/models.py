@@ -131,6 +131,7 @@ def _item_to_dict(item: EvidenceItem) -> dict[str, Any]:
         "signals_not_in_precedent": list(item.signals_not_in_precedent),
         "signals_only_in_precedent": list(item.signals_only_in_precedent),
         "injection_flags": list(item.injection_flags),
+        "inferred_type": item.inferred_type,
     }
 
 
@@ -152,6 +153,7 @@ def _item_from_dict(data: dict[str, Any]) -> EvidenceItem:
         signals_not_in_precedent=tuple(data.get("signals_not_in_precedent") or ()),
         signals_only_in_precedent=tuple(data.get("signals_only_in_precedent") or ()),
         injection_flags=tuple(data.get("injection_flags") or ()),
+        inferred_type=str(data.get("inferred_type", "")),
     )
 
 

@@ -83,8 +83,16 @@ def test_rules_threshold_rate_of_change_and_absence() -> None:
     assert [(h.rule.name, h.index) for h in hits] == [("hi", 10), ("jump", 10), ("pool", 0)]
     gappy = ts[:5] + ts[11:]
     absence = Rule("gone", "absence", "request_rate", "SEV2", consecutive=5)
-    hit = evaluate_rules([absence], service="s", timestamps=gappy, series={})
+    traffic = {"request_rate": np.ones(len(gappy))}
+    hit = evaluate_rules([absence], service="s", timestamps=gappy, series=traffic)
     assert [h.index for h in hit] == [5]  # 5 minutes missing between points 4 and 5
+    # a series without the metric says nothing of its absence (a CSV of CPU alone)
+    assert evaluate_rules([absence], service="s", timestamps=gappy, series={}) == []
+    # at a 5-minute step one missing point is not 5: the gap is counted in the series' step
+    five = [T0 + dt.timedelta(minutes=5 * i) for i in range(20) if i != 8]
+    step = dt.timedelta(minutes=5)
+    kept = {"request_rate": np.ones(len(five))}
+    assert evaluate_rules([absence], service="s", timestamps=five, series=kept, step=step) == []
     assert {r.name for r in load_rules()} >= {"error-rate-high", "db-pool-saturated"}
 
 
@@ -203,3 +211,17 @@ def test_readers_repair_or_refuse_bad_input(tmp_path: Path) -> None:
     prom.write_text(json.dumps({"status": "error"}))
     with pytest.raises(InputError, match="query_range"):
         read_prometheus(prom)
+
+
+def test_detect_counts_a_gap_in_the_series_own_step(tmp_path: Path) -> None:
+    # a 5-minute series missing one point (as NAB's rds_cpu_utilization_cc0c53 is at 07:10):
+    # one point gone is not the 5 the no-traffic-data rule needs; five gone are
+    rng = np.random.default_rng(0)
+    for gone, expected in ((range(300, 301), []), (range(300, 305), [300])):
+        times = [T0 + dt.timedelta(minutes=5 * i) for i in range(600) if i not in gone]
+        rows = [f"{t:%Y-%m-%d %H:%M:%S},{100 + rng.normal():.3f}" for t in times]
+        csv = tmp_path / f"gap{len(gone)}.csv"
+        csv.write_text("timestamp,request_rate\n" + "\n".join(rows) + "\n")
+        report = detect(read_csv(csv, service="svc"), params=DetectionParams())
+        hits = [h for h in report.hits if h.rule.name == "no-traffic-data"]
+        assert [h.index for h in hits] == expected

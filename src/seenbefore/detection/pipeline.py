@@ -180,6 +180,7 @@ def detect(
                 timestamps=telemetry.timestamps,
                 series=telemetry.series[service],
                 capacity=capacity_of(telemetry, service),
+                step=dt.timedelta(seconds=step) if step else dt.timedelta(minutes=1),
             )
             if h.index >= learning
         ]

@@ -124,10 +124,10 @@ def evaluate_rules(
     hits = []
     for rule in rules:
         values = series.get(rule.metric)
+        if values is None:  # a series without the metric says nothing of it, nor of its absence
+            continue
         if rule.kind == "absence":
             runs = _absence(timestamps, values, step, rule.consecutive)
-        elif values is None:
-            continue
         elif rule.kind == "threshold":
             threshold = rule.value
             if rule.relative_to == "pool":
@@ -151,11 +151,11 @@ def evaluate_rules(
 
 
 def _absence(
-    timestamps: Sequence[dt.datetime], values: Array | None, step: dt.timedelta, length: int
+    timestamps: Sequence[dt.datetime], values: Array, step: dt.timedelta, length: int
 ) -> list[tuple[int, int]]:
-    """Where at least ``length`` points are missing: runs of NaN, or gaps in the timestamps
-    (reported at the first point after the gap)."""
-    runs = [] if values is None else _runs(np.isnan(values).astype(np.float64), length)
+    """Where at least ``length`` points are missing: runs of NaN, or gaps in the timestamps of
+    ``step`` (reported at the first point after the gap)."""
+    runs = _runs(np.isnan(values).astype(np.float64), length)
     for i in range(1, len(timestamps)):
         missing = round((timestamps[i] - timestamps[i - 1]) / step) - 1
         if missing >= length:

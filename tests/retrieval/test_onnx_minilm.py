@@ -203,3 +203,28 @@ def test_a_preloaded_session_is_taken_once_and_only_for_its_file(
     assert again.session is not None and other._session is not again.session
     assert onnx_minilm._preload is None
     assert np.allclose(other.embed(TEXTS[:1]), onnx_model.embed(TEXTS[:1]), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_command_that_ends_during_the_preload_exits_with_its_own_status() -> None:
+    # `seenbefore investigate --alert bad.json` refused its input (status 2) while the preload
+    # thread was inside ONNX Runtime, and the interpreter's teardown then aborted the process
+    # (status 134, "terminate called without an active exception") about one run in four
+    import os
+    import subprocess
+    import sys
+
+    if not onnx_path().exists():
+        pytest.skip("no ONNX export of MiniLM (seenbefore embedder export)")
+    script = (
+        "import sys, time\n"
+        "from seenbefore.retrieval.onnx_minilm import preload\n"
+        "preload(); time.sleep(float(sys.argv[1])); raise SystemExit(2)\n"
+    )
+    codes = [
+        subprocess.run(
+            [sys.executable, "-c", script, str(delay)], env=dict(os.environ), timeout=120
+        ).returncode
+        for delay in (0.0, 0.05, 0.1, 0.1, 0.15, 0.2)  # before, during and after the build
+    ]
+    assert codes == [2] * len(codes)

@@ -15,6 +15,7 @@ exports it then (a few seconds, logged once).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -230,6 +231,15 @@ def preload() -> None:
     if _preload is None:
         _preload = _Preload()
         _preload.thread.start()
+        # a command that ends before it embeds (bad input: exit status 2) must not leave the
+        # interpreter's teardown to a thread inside ONNX Runtime: the process then aborted
+        # ("terminate called without an active exception", status 134) about one run in four
+        atexit.register(_settle, _preload)
+
+
+def _settle(held: _Preload) -> None:
+    """Wait for ``held``'s session build to end (at exit, before the interpreter tears down)."""
+    held.thread.join()
 
 
 def _preloaded(model_file: Path) -> Any:

@@ -47,6 +47,7 @@ from seenbefore.evaluation.anomalies import (
     run_anomaly,
     signal_ranking,
 )
+from seenbefore.investigation.investigator import Investigator
 from seenbefore.kb import KnowledgeBase
 from seenbefore.lab.simulator import anomaly_records
 from seenbefore.retrieval.cache import CachingEmbedder
@@ -105,6 +106,27 @@ def verdict_states(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict[str,
             else "top_wrong"
         )
         groups[group].append(verdict)
+    return {
+        g: {
+            "n": len(v),
+            **{
+                name: round(v.count(verdict) / len(v), 4) if v else None
+                for name, verdict in (("found", FOUND), ("possible", POSSIBLE), ("none", NONE))
+            },
+        }
+        for g, v in groups.items()
+    }
+
+
+def investigator_states(kb: KnowledgeBase, cases: Sequence[AnomalyCase]) -> dict[str, Any]:
+    """The verdict of the draft ``detect --investigate`` writes for each case (the Investigator:
+    the shipped model, then its own checks), as shares per group like :func:`verdict_states`."""
+    groups: dict[str, list[str]] = {"top_right": [], "top_wrong": [], "no_precedent": []}
+    for c in cases:
+        found = Investigator(kb, tiers=TIERS, exclude=c.case.exclude).investigate(c.request)
+        right = bool(found.items) and found.items[0].doc_id in c.case.relevant
+        group = "no_precedent" if c.case.expect_novel else "top_right" if right else "top_wrong"
+        groups[group].append(found.verdict)
     return {
         g: {
             "n": len(v),
@@ -298,7 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             + ", ".join(f"{k} {sum(v)}/{len(v)}" for k, v in sorted(per_kind.items()))
         )
         # the verdicts a user is shown (detect --investigate, POST /v1/detect): the model the
-        # product ships (defaults.json as this run found it) beside the one fitted now
+        # product ships (defaults.json as this run found it) beside the one fitted now, and the
+        # Investigator's (the shipped model and its own checks: what a draft says)
         shipped_model = shipped_anomaly_model(args.out)
         verdicts = {
             "shipped": (
@@ -307,10 +330,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else None
             ),
             "fitted_now, odd seeds": verdict_states(model, held_runs),
+            "investigator, with leave-type-out copies": investigator_states(kb, everything),
         }
         for name, states in verdicts.items():
             if states:
-                console.print(f"verdicts, {name} model: {states_line(states)}")
+                console.print(f"verdicts, {name}: {states_line(states)}")
         family = kb.dense_family()
         record: dict[str, Any] = {
             **provenance("benchmarks/anomalies.py", argv),
@@ -343,7 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "thresholds), split by top right / top wrong / no precedent in the KB: "
                 "shipped = defaults.json's anomaly model as this run found it, on every seed's "
                 "anomalies (no leave-type-out copies); fitted_now = this run's fit, on the "
-                "odd seeds' cases it was not fitted on",
+                "odd seeds' cases it was not fitted on; investigator = the verdict of the draft "
+                "detect --investigate writes (the shipped model, then the Investigator's own "
+                "checks), every seed, leave-type-out copies included",
                 **verdicts,
             },
             "reported_right_all_seeds": {

@@ -1,7 +1,10 @@
 import datetime as dt
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -9,8 +12,9 @@ from typer.testing import CliRunner
 from seenbefore.cli.app import app
 from seenbefore.config import Settings
 from seenbefore.errors import InputError
-from seenbefore.investigation.investigator import Investigator
-from seenbefore.investigation.query import from_alertmanager, from_anomaly, from_text
+from seenbefore.investigation.evidence import EvidenceItem
+from seenbefore.investigation.investigator import Investigator, uncorroborated
+from seenbefore.investigation.query import from_alertmanager, from_anomaly, from_text, measured
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter
 from seenbefore.kb import KnowledgeBase
 from seenbefore.types import Anomaly, MetricDeviation
@@ -109,6 +113,56 @@ def test_anomaly_query_carries_signals() -> None:
         "the pool limit, waiting for a connection"
     )
     assert request.signals == ("db_connections_in_use", "p99_latency")
+
+
+def test_a_one_column_series_is_read_by_its_name() -> None:
+    # NAB's CSVs and a `timestamp,value` export name the series for its metric: the query said
+    # "value up" and the structured signal was "value", which no postmortem records
+    t = dt.datetime(2014, 2, 25, tzinfo=dt.UTC)
+    a = Anomaly(
+        "a", "rds_cpu_utilization_cc0c53", "", "", t, t, 1.0,
+        deviations=(MetricDeviation("value", "up", 25.1, 6.0, 9.0),),
+    )  # fmt: skip
+    request = from_anomaly(a)
+    assert request.query == (
+        "rds_cpu_utilization_cc0c53: CPU utilization high, CPU pegged, cores saturated"
+    )
+    assert request.signals == ("cpu_utilization",)
+    assert request.signal_strengths == {"cpu_utilization": 9.0}
+    # a name that holds no known metric is said in words; a named column is itself
+    other = replace(a, service="nyc_taxi")
+    assert from_anomaly(other).query == "nyc_taxi: nyc taxi up"
+    assert measured("p99_latency", "rds_cpu_utilization_x") == "p99_latency"
+    assert measured("cpu", "svc") == "cpu"  # "cpu" is not cpu_utilization: whole names only
+
+
+def test_one_metric_of_another_service_is_possible_not_found() -> None:
+    t = dt.datetime(2014, 2, 25, tzinfo=dt.UTC)
+    a = Anomaly(
+        "a", "rds-db", "", "", t, t, 1.0,
+        deviations=(MetricDeviation("cpu_utilization", "up", 95, 30, 9.0),),
+    )  # fmt: skip
+    request = from_anomaly(a)
+
+    def top(shared: tuple[str, ...]) -> EvidenceItem:
+        return EvidenceItem(
+            "INC-1", "auth saturated", None, "cpu-saturation", "current", None, "general",
+            "sparse", {}, 1.0, "summary", {}, shared, (), (),
+        )  # fmt: skip
+
+    def metas(services: list[str]) -> dict[str, Any]:
+        pm = SimpleNamespace(services=services)
+        return {"INC-1": SimpleNamespace(postmortem=pm)}
+
+    why = uncorroborated(request, top(("cpu_utilization",)), metas(["auth-service"]))
+    assert why.startswith("the anomaly is one metric (cpu_utilization) and INC-1 is not of rds-db")
+    assert uncorroborated(request, top(("cpu_utilization",)), metas(["rds-db"])) == ""
+    # two metrics moving together are evidence of their own, whatever the service
+    two = from_anomaly(
+        replace(a, deviations=(*a.deviations, MetricDeviation("p99_latency", "up", 900, 90, 8)))
+    )
+    assert uncorroborated(two, top(("cpu_utilization",)), metas(["auth-service"])) == ""
+    assert uncorroborated(from_text("cpu high"), top(()), metas([])) == ""  # text: no such check
 
 
 def test_evidence_and_offline_draft_cite_the_precedent(kb: KnowledgeBase) -> None:

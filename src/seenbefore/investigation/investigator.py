@@ -5,11 +5,11 @@ The record's types live in :mod:`seenbefore.investigation.evidence` (re-exported
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from seenbefore.core.confidence import NONE
+from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
 from seenbefore.investigation.query import InvestigationRequest, named_in
@@ -19,7 +19,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.failure_modes import failure_mode
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.signals import normalise_signal
-from seenbefore.types import Candidate, ModelFit, SearchFilters
+from seenbefore.types import Candidate, ModelFit, SearchFilters, StoredDocument
 
 __all__ = [
     "EVIDENCE_SECTIONS",
@@ -118,6 +118,10 @@ class Investigator:
             )
         else:
             reason = ""
+        verdict = NONE if novel else (result.verdict or NONE)
+        short = uncorroborated(request, items[0], metas) if items and verdict == FOUND else ""
+        if short:
+            verdict = POSSIBLE
         timings["evidence_ms"] = round((time.perf_counter() - started) * 1000, 3)
         timings["investigate_ms"] = round((time.perf_counter() - clock) * 1000, 3)
         return Evidence(
@@ -127,7 +131,7 @@ class Investigator:
             confidence_label=result.confidence_label,
             novel=novel,
             novel_reason=reason,
-            verdict=NONE if novel else (result.verdict or NONE),
+            verdict=verdict,
             signals=dict(result.signals),
             confidence_model_key=result.confidence_model_key or "",
             searched={
@@ -137,6 +141,7 @@ class Investigator:
                 "excluded": list(self.exclude),
                 "k": self.k,
                 "documents_visible": result.documents_visible,
+                **({"found_needs": short} if short else {}),
                 **({"rewrite": rewrite} if rewrite is not None else {}),
             },
             gate=result.gate.as_dict() if result.gate else {},
@@ -188,6 +193,26 @@ class Investigator:
         if not known:
             return []  # a knowledge base without signals says nothing either way
         return [s for s in dict.fromkeys(request.signals) if normalise_signal(s) not in known]
+
+
+def uncorroborated(
+    request: InvestigationRequest, top: EvidenceItem, metas: Mapping[str, StoredDocument]
+) -> str:
+    """Why an anomaly's "precedent found" is only "possible" (empty when it stands): one metric
+    moving alone is weak evidence of a failure mode, so an anomaly of a single metric is "found"
+    only in a postmortem of its own service (a recurrence). A lone CPU series (``detect --csv``)
+    otherwise matched any CPU postmortem of another service at p 1.00."""
+    if request.source != "anomaly" or len(set(request.signals)) != 1:
+        return ""
+    meta = metas.get(top.doc_id)
+    theirs = {s.lower() for s in (meta.postmortem.services if meta else ())}
+    if any(s.lower() in theirs for s in request.services):
+        return ""
+    return (
+        f"the anomaly is one metric ({request.signals[0]}) and {top.doc_id} is not of "
+        f"{', '.join(request.services) or 'its service'}: one metric is 'found' only in its own "
+        "service's postmortem"
+    )
 
 
 def search_options(request: InvestigationRequest, k: int) -> SearchOptions:

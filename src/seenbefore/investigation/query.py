@@ -54,14 +54,38 @@ def from_text(text: str) -> InvestigationRequest:
     return InvestigationRequest(query=" ".join(text.split()), source="text")
 
 
+# Column names that say nothing of what is measured: a one-column series (NAB's CSVs, a
+# ``timestamp,value`` export) is named for its metric, so its series name says it instead.
+GENERIC_METRICS = frozenset({"value", "values", "y", "metric", "series"})
+
+
 def anomaly_query(anomaly: Anomaly) -> str:
     """The anomaly in postmortem vocabulary, strongest deviation first, without the numbers."""
     ordered = sorted(anomaly.deviations, key=lambda d: -abs(d.zscore))
-    words = [
-        METRIC_WORDS.get((d.metric, d.direction), f"{d.metric.replace('_', ' ')} {d.direction}")
-        for d in ordered
-    ]
-    return f"{anomaly.service}: " + "; ".join(words or ["anomalous behaviour"])
+    words = [metric_words(d.metric, d.direction, anomaly.service) for d in ordered]
+    return f"{anomaly.service}: " + "; ".join(dict.fromkeys(words or ["anomalous behaviour"]))
+
+
+KNOWN_METRICS = tuple(dict.fromkeys(metric for metric, _ in METRIC_WORDS))
+
+
+def measured(metric: str, service: str = "") -> str:
+    """What ``metric`` measures, as a metric name: a generic column (``value``) is read by its
+    series' name, and a name that holds a known metric (``rds_cpu_utilization_cc0c53``) is that
+    metric (the signal postmortems record); any other name as it is."""
+    name = service if metric.lower() in GENERIC_METRICS and service else metric
+    key = name.lower().replace("-", "_").replace(" ", "_")
+    for known in KNOWN_METRICS:
+        if key == known or re.search(rf"(?:^|_){re.escape(known)}(?:_|$)", key):
+            return known
+    return name
+
+
+def metric_words(metric: str, direction: str, service: str = "") -> str:
+    """How postmortems say ``metric`` moved ``direction``: the words of a known metric
+    (:func:`measured`), else the name in words."""
+    name = measured(metric, service)
+    return METRIC_WORDS.get((name, direction), f"{name.replace('_', ' ')} {direction}")
 
 
 def from_anomaly(
@@ -72,7 +96,9 @@ def from_anomaly(
         display=render_signature(anomaly, capacity),
         source="anomaly",
         services=(anomaly.service,),
-        signals=tuple(d.metric for d in anomaly.deviations),
+        signals=tuple(
+            dict.fromkeys(measured(d.metric, anomaly.service) for d in anomaly.deviations)
+        ),
         signal_strengths=_strengths(anomaly),
         started_at=anomaly.start,
         fingerprint=anomaly.fingerprint,
@@ -87,7 +113,8 @@ def _strengths(anomaly: Anomaly) -> dict[str, float]:
     strengths: dict[str, float] = {}
     for d in anomaly.deviations:
         z = abs(float(d.zscore))
-        strengths[d.metric] = max(strengths.get(d.metric, 0.0), z if z > 0 else 1.0)
+        metric = measured(d.metric, anomaly.service)
+        strengths[metric] = max(strengths.get(metric, 0.0), z if z > 0 else 1.0)
     return strengths
 
 

@@ -185,11 +185,11 @@ class OfflineReporter:
         ]
         if not evidence.request.signals and not shared:
             missing.append("the metrics that deviated (the query carried no structured signals)")
-        uncalibrated = _uncalibrated(evidence)
+        caveat = _caveat(evidence)
         lead = "Precedent found" if verdict == FOUND else "Possible precedent — check"
         return Draft(
             summary=f"{lead}: {top.doc_id} ({top.type or top.inferred_type or 'untyped'}); "
-            f"p_precedent {evidence.confidence:.2f}{uncalibrated}.",
+            f"p_precedent {evidence.confidence:.2f}{caveat}.",
             hypothesis=hypothesis,
             cited_incidents=[i.doc_id for i in evidence.items],
             suggested_checks=checks,
@@ -217,7 +217,7 @@ class OfflineReporter:
             else ""
         )
         return Draft(
-            summary=f"No precedent found in the knowledge base{_uncalibrated(evidence)}.",
+            summary=f"No precedent found in the knowledge base{_caveat(evidence)}.",
             hypothesis=(
                 f"No postmortem among the {searched.get('documents_visible', '?')} visible to tiers "
                 f"{', '.join(searched.get('tiers', []))} is a credible precedent for: "
@@ -237,7 +237,10 @@ class OfflineReporter:
         )
 
 
-def _uncalibrated(evidence: Evidence) -> str:
+def _caveat(evidence: Evidence) -> str:
+    needs = evidence.searched.get("found_needs")
+    if needs:  # a high p, held at "possible" (investigator.uncorroborated)
+        return f", held at 'possible': {needs}"
     rewrite = evidence.searched.get("rewrite") or {}
     if not rewrite.get("top_changed"):
         return ""

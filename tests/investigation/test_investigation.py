@@ -14,7 +14,13 @@ from seenbefore.config import Settings
 from seenbefore.errors import InputError
 from seenbefore.investigation.evidence import EvidenceItem
 from seenbefore.investigation.investigator import Investigator, uncorroborated
-from seenbefore.investigation.query import from_alertmanager, from_anomaly, from_text, measured
+from seenbefore.investigation.query import (
+    alert_words,
+    from_alertmanager,
+    from_anomaly,
+    from_text,
+    measured,
+)
 from seenbefore.investigation.reporter import OFFLINE_LABEL, Draft, OfflineReporter
 from seenbefore.kb import KnowledgeBase
 from seenbefore.types import Anomaly, MetricDeviation
@@ -67,10 +73,23 @@ def test_query_from_the_real_alertmanager_webhook(shared_data: Path) -> None:
     [request] = from_alertmanager(payload)
     assert request.source == "alertmanager" and request.services == ("payments-api",)
     assert "5xx error rate anomaly on payments-api" in request.query
+    # the alert's name in words too, and no label keys or severity: they say nothing of what
+    # failed (the query was "... alertname HighErrorRate. service payments-api. severity critical")
+    assert "HighErrorRate (High Error Rate)" in request.query
+    assert not {"alertname", "service", "severity", "critical"} & set(request.query.split())
     assert request.fingerprint == "093f2550cadd6e45"
     assert request.started_at == dt.datetime(2026, 11, 30, 0, 11, 42, tzinfo=dt.UTC)
     resolved = json.loads((shared_data / "alertmanager" / "webhook_v4_resolved.json").read_text())
     assert from_alertmanager(resolved) == []  # resolved alerts close, they do not investigate
+
+
+def test_alert_names_are_read_in_words() -> None:
+    assert alert_words("NodeFilesystemAlmostOutOfSpace") == (
+        "NodeFilesystemAlmostOutOfSpace (Node Filesystem Almost Out Of Space)"
+    )
+    assert alert_words("HTTPErrors5xx") == "HTTPErrors5xx (HTTP Errors 5xx)"
+    for kept in ("payments-api", "up", "checkout_api", "TargetDown now", "Down"):
+        assert alert_words(kept) == kept
 
 
 def test_bad_alert_payloads() -> None:

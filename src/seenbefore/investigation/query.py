@@ -12,7 +12,9 @@ from seenbefore.detection.signature import render_signature
 from seenbefore.errors import InputError
 from seenbefore.types import Anomaly
 
-LABELS_IN_QUERY = ("alertname", "service", "job", "namespace", "severity", "container")
+# the labels whose values an alert's query holds (values only: the keys, and a severity, say
+# nothing of what failed)
+LABELS_IN_QUERY = ("alertname", "service", "job", "namespace", "container")
 
 # How postmortems describe each metric moving, in symptoms (never causes): the anomaly's query
 # is written in the knowledge base's vocabulary, not in metric identifiers and numbers.
@@ -136,7 +138,7 @@ def from_alertmanager(payload: Any) -> list[InvestigationRequest]:
         labels = {str(k): str(v) for k, v in (alert.get("labels") or {}).items()}
         notes = alert.get("annotations") or {}
         parts = [str(notes.get(k, "")).strip() for k in ("summary", "description")]
-        parts += [f"{k} {labels[k]}" for k in LABELS_IN_QUERY if k in labels]
+        parts += [alert_words(labels[k]) for k in LABELS_IN_QUERY if k in labels]
         query = ". ".join(p for p in parts if p)
         if not query:
             raise InputError(
@@ -156,6 +158,19 @@ def from_alertmanager(payload: Any) -> list[InvestigationRequest]:
             )
         )
     return requests
+
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[a-z]*")
+
+
+def alert_words(name: str) -> str:
+    """An alert or label name as it is written and in words, where it runs words together:
+    ``NodeFilesystemAlmostOutOfSpace (Node Filesystem Almost Out Of Space)``. Postmortems quote
+    the name (the keyword index keeps it as one token) and describe it in words."""
+    words = _CAMEL.findall(name)
+    if len(words) < 2 or " " in name or not any(c.isupper() for c in name[1:]):
+        return name
+    return f"{name} ({' '.join(words)})"
 
 
 def _time(value: Any, index: int) -> dt.datetime | None:

@@ -34,6 +34,13 @@ def test_review_commands_end_to_end(home: Path) -> None:
     assert [r["id"] for r in json.loads(out)["reviews"]] == [review_id]
     code, out = run(home, "review", "list")
     assert code == 0 and "reviews (pending): 2" in out
+    # at 80 columns the id stays whole (`review show` takes it) and the summary reads in lines
+    # of words, not a few letters a line
+    assert review_id in out and "…" not in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "Precedent found: INC-2021-007" in " ".join(
+        line.split("│")[2].strip() for line in out.splitlines() if line.count("│") == 3
+    )
 
     code, out = run(home, "review", "dismiss", review_id, "--reason", "nope")
     assert code == 2 and "expected one of wrong_precedent" in out

@@ -133,19 +133,23 @@ def list_reviews(
     if as_json:
         print_json({"reviews": [r.model_dump(mode="json") for r in reviews]})
         return
+    # the id whole (it is what `review show` takes), and the rest in one column: a line of
+    # facts, then the draft's summary wrapped in the width left (seven columns at 80 gave the
+    # summary a few letters a line and cut the id to "rev-d0d49…")
     table = Table(title=f"reviews ({status}): {len(reviews)}")
-    for column in ("id", "severity", "status", "round", "tier", "confidence", "summary"):
-        table.add_column(column)
+    table.add_column("id", no_wrap=True, min_width=max((len(r.id) for r in reviews), default=2))
+    table.add_column("severity · status · round · tier · p; summary")
     for r in reviews:
-        table.add_row(
-            r.id,
-            r.severity or "-",
-            r.status + (f" ({r.outcome})" if r.outcome else ""),
-            str(r.round),
-            r.access_tier,
-            f"{r.draft['confidence']:.2f}" if "confidence" in r.draft else "-",
-            str(r.draft.get("summary", "(drafting)")),
+        facts = " · ".join(
+            (
+                r.severity or "-",
+                r.status + (f" ({r.outcome})" if r.outcome else ""),
+                f"round {r.round}",
+                r.access_tier,
+                f"p {r.draft['confidence']:.2f}" if "confidence" in r.draft else "p -",
+            )
         )
+        table.add_row(r.id, f"{facts}\n{r.draft.get('summary', '(drafting)')}")
     console.print(table)
 
 

@@ -1,5 +1,5 @@
 """The terminal at 80 columns: `search --explain` keeps ids whole and says what "(both)" means,
-`token list` wraps between words, an empty store says it is empty, ingest off a terminal prints
+`token list` and `audit` wrap between words, an empty store says it is empty, ingest off a terminal prints
 progress lines on stderr, and no help text loses a bracketed word to Rich markup."""
 
 from __future__ import annotations
@@ -216,3 +216,17 @@ def test_line_progress_prints_first_every_interval_and_done() -> None:
         "ingesting f4.md: 4/6 (6 s)",  # 5.5 s after the first line (5.4 s was 4.9 s after)
         "ingesting f6.md: 6/6 (done, 11 s)",  # completion, whatever the interval
     ]
+
+
+def test_audit_reads_at_80_columns(tmp_path: Path) -> None:
+    # eight columns cut every value to a few letters ("2026-12…", "local:r…", "INC-20…")
+    home = tmp_path / "home"
+    assert run(home, "ingest", str(EXAMPLES))[0] == 0
+    code, out, _ = run(home, "audit")
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in out
+    words = {w.strip(",;") for line in lines for w in line.split()}
+    assert {"ingest", "INC-2021-001", "general"} <= words
+    text = " ".join(out.replace("│", " ").split())  # the cells' lines, borders aside
+    assert re.search(r"and \d+ more \(--json lists them\)", text)

@@ -234,22 +234,35 @@ def audit(
     if as_json:
         print_json({"records": [r.to_json() for r in records]})
         return
+    # one column of lines, wrapped between words: eight columns at 80 cut every value to a few
+    # letters ("2026-12…", "local:r…", "INC-20…")
     table = Table(title=f"audit log: {len(records)} records")
-    for col in ("id", "time", "actor", "action", "query hash", "documents", "tiers", "draft"):
-        table.add_column(col)
+    table.add_column("id", no_wrap=True, justify="right")
+    table.add_column("time · actor · action; query hash, documents, tiers, draft")
     for r in records:
-        docs = ", ".join(r.doc_ids)
-        table.add_row(
-            str(r.id),
-            r.time[:19],
-            r.actor,
-            r.action + (f" ({r.decision})" if r.decision else ""),
-            (r.query_hash or "-")[:12],
-            docs if len(docs) <= 40 else docs[:39] + "…",
-            ",".join(r.tiers) or "-",
-            r.draft_id or "-",
+        docs = ", ".join(r.doc_ids[:SHOWN_IDS]) + (
+            f" and {len(r.doc_ids) - SHOWN_IDS} more (--json lists them)"
+            if len(r.doc_ids) > SHOWN_IDS
+            else ""
         )
+        what = " · ".join(
+            (
+                r.time[:19].replace("T", " "),
+                r.actor,
+                r.action + (f" ({r.decision})" if r.decision else ""),
+            )
+        )
+        detail = [
+            f"query {r.query_hash[:12]}" if r.query_hash else "",
+            f"documents {docs}" if docs else "",
+            f"tiers {', '.join(r.tiers)}" if r.tiers else "",
+            f"draft {r.draft_id}" if r.draft_id else "",
+        ]
+        table.add_row(str(r.id), "\n".join([what, "; ".join(d for d in detail if d)]).strip())
     console.print(table)
+
+
+SHOWN_IDS = 8  # document ids an audit row shows (an ingest lists every document it wrote)
 
 
 @audit_app.command("verify")

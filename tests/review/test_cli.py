@@ -58,6 +58,10 @@ def test_review_commands_end_to_end(home: Path) -> None:
 
     code, out = run(home, "review", "show", review_id)
     assert code == 0 and "history" in out
+    # the history at 80 columns: times and actors whole, the dismissal's reason and note read
+    history = out[out.index("history") :]
+    assert "…" not in history and all(len(line) <= 80 for line in history.splitlines())
+    assert "wrong_precedent; pinned root" in history
     code, out = run(home, "review", "show", review_id, "--json")
     assert [e["action"] for e in json.loads(out)["review"]["history"]] == [
         "started",

@@ -168,11 +168,16 @@ def show(
     _summary(review)
     if review.draft:
         render_draft(Draft.model_validate(review.draft))
+    # the time whole and the rest wrapped between words (six columns at 80 cut the time and
+    # the actor: "service:alertmanag…")
     table = Table(title="history")
-    for column in ("at", "round", "actor", "action", "reason", "note"):
-        table.add_column(column)
+    table.add_column("at", no_wrap=True)
+    table.add_column("round", justify="right")
+    table.add_column("who · what; reason, note")
     for e in review.history:
-        table.add_row(e.at, str(e.round), e.actor, e.action, e.reason or "", e.note or "")
+        why = "; ".join(x for x in (e.reason or "", e.note or "") if x)
+        what = f"{e.actor} · {e.action}" + (f"\n{why}" if why else "")
+        table.add_row(e.at[:19].replace("T", " "), str(e.round), what)
     console.print(table)
 
 

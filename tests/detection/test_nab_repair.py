@@ -53,9 +53,9 @@ def test_repairs_keep_every_row_in_file_order(tmp_path: Path) -> None:
     assert series.flagged is not None
     assert series.flagged.tolist() == [False, True, False, True, True, True, False]
     text = "; ".join(series.repairs)
-    assert "1 timestamps step back" in text
-    assert "1 timestamps repeat" in text
-    assert "1 unparseable timestamps" in text
+    assert "1 timestamp steps back" in text
+    assert "1 timestamp repeats the previous row's" in text
+    assert "1 unparseable timestamp (" in text
     assert "3 non-numeric or non-finite values" in text
     assert "first at line 3, 4, 5" in text
 

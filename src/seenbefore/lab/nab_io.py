@@ -175,20 +175,23 @@ def _repaired(path: Path, rows: list[list[str]]) -> NabSeries:
     positive = step[step > 0]
     gaps = int((positive > 1.5 * np.median(positive)).sum()) if positive.size else 0
     notes = []
-    for count, what in (
-        (int(back.sum()), "timestamps step back (kept in file order)"),
-        (int(repeats.sum()), "timestamps repeat the previous row's (kept)"),
-        (int(bad_stamp.sum()), "unparseable timestamps (previous row's used)"),
-        (int((~finite).sum()), "non-numeric or non-finite values (last value carried forward)"),
-    ):
+    for count, one, many, rest in (
+        (int(back.sum()), "timestamp steps back", "timestamps step back", "(kept in file order)"),
+        (int(repeats.sum()), "timestamp repeats", "timestamps repeat", "the previous row's (kept)"),
+        (int(bad_stamp.sum()), "unparseable timestamp", "unparseable timestamps",
+         "(previous row's used)"),
+        (int((~finite).sum()), "non-numeric or non-finite value",
+         "non-numeric or non-finite values", "(last value carried forward)"),
+    ):  # fmt: skip
         if count:
-            notes.append(f"{count} {what}")
+            notes.append(f"{count} {one if count == 1 else many} {rest}")
     flagged = back | bad_stamp | ~finite
     if notes:
         first = np.flatnonzero(flagged | repeats)[:3] + 2
         notes.append("first at line " + ", ".join(str(int(i)) for i in first))
     if gaps:
-        notes.append(f"{gaps} gaps longer than 1.5x the usual step (left as they are)")
+        gap = "gap" if gaps == 1 else "gaps"
+        notes.append(f"{gaps} {gap} longer than 1.5x the usual step (left as they are)")
     return NabSeries(timestamps=timestamps, values=values, flagged=flagged, repairs=tuple(notes))
 
 

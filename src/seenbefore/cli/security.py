@@ -236,7 +236,7 @@ def audit(
         return
     # one column of lines, wrapped between words: eight columns at 80 cut every value to a few
     # letters ("2026-12…", "local:r…", "INC-20…")
-    table = Table(title=f"audit log: {len(records)} records")
+    table = Table(title=f"audit log: {len(records)} record{'' if len(records) == 1 else 's'}")
     table.add_column("id", no_wrap=True, justify="right")
     table.add_column("time · actor · action; query hash, documents, tiers, draft")
     for r in records:

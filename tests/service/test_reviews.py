@@ -144,3 +144,14 @@ def test_anomaly_starts_an_idempotent_investigation(service: Service) -> None:
     assert 'seenbefore_investigations_total{outcome="precedent",source="anomaly"} 1.0' in metrics
     bad = service.as_("responder", "post", "/v1/anomalies", json={**anomaly, "score": 7})
     assert bad.status_code == 422
+
+
+def test_the_review_page_names_each_candidates_failure_mode(service: Service) -> None:
+    from tests.service.test_web import login
+
+    rid = service.as_("responder", "post", "/v1/investigations", json={"text": POOL_ALERT}).json()
+    login(service.client, service.tokens["reviewer"])
+    page = service.client.get(f"/reviews/{rid['id']}").text
+    evidence = page.split('id="evidence"', 1)[1]
+    # the author's type (or the inferred one, marked so, as search and show say it)
+    assert '<span class="failure-mode">connection-pool-exhaustion</span>' in evidence

@@ -230,3 +230,19 @@ def test_audit_reads_at_80_columns(tmp_path: Path) -> None:
     assert {"ingest", "INC-2021-001", "general"} <= words
     text = " ".join(out.replace("│", " ").split())  # the cells' lines, borders aside
     assert re.search(r"and \d+ more \(--json lists them\)", text)
+
+
+def test_the_watch_frame_keeps_service_names_whole_at_80_columns(tmp_path: Path) -> None:
+    # at 80 columns eight columns cut every name ("notificat…", "payments-…"); where each runs
+    # and the last hour's p99 come back once the terminal is wide enough
+    home = tmp_path / "home"
+    for columns, wide in (("80", False), ("130", True)):
+        env = {"SEENBEFORE_HOME": str(home), "SEENBEFORE_EMBEDDER": "none", "COLUMNS": columns}
+        args = ["watch", "--hours", "25", "--speed", "10000", "--scenario", "memory_leak"]
+        result = CliRunner().invoke(app, args, env=env)
+        assert result.exit_code == 0, result.output
+        frame = result.stdout.split("anomalies by severity")[0]
+        assert max(len(line) for line in frame.splitlines()) <= int(columns)
+        words = {w for line in frame.splitlines() for w in line.split()}
+        assert {"notifications-worker", "payments-api", "search-service"} <= words
+        assert ("azure/westeurope" in words) is wide and ("where" in words) is wide

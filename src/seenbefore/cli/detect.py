@@ -409,25 +409,44 @@ def watch(
     )
 
 
+WIDE_FRAME = 110  # columns from which the watch frame shows where and the last hour's p99
+
+
 def _frame(
     t: Telemetry, report: DetectionReport, minute: int, opened: set[str], routed: list[str]
 ) -> Group:
     now = t.timestamps[minute]
+    # the service's name whole; where it runs and the last hour's p99 only where the terminal
+    # has room for them (at 80 columns every name was cut: "notificat…", "payments-…")
+    wide = console.width >= WIDE_FRAME
+    named = max(map(len, t.series), default=7)
+    places = max((len(f"{v.cloud}/{v.region}") for v in t.services.values()), default=5)
+    # the last hour's p99, a character a minute, in what the other columns leave
+    spark = max(10, min(61, console.width - named - places - 4 * 6 - 5 - 3 * 8 - 1))
     services = Table(title=f"services at {now:%Y-%m-%d %H:%M} UTC", expand=True)
-    for col in ("service", "where", "cpu %", "mem %", "err %", "p99 ms", "p99 last hour", "score"):
-        services.add_column(col)
+    services.add_column("service", no_wrap=True, min_width=named)
+    if wide:
+        services.add_column("where", no_wrap=True, min_width=places)
+    for col in ("cpu %", "mem %", "err %", "p99 ms"):
+        services.add_column(col, no_wrap=True)
+    if wide:
+        services.add_column("p99, last hour" if spark >= 61 else f"p99, last {spark} min")
+    services.add_column("score", no_wrap=True)
     for name in sorted(t.series):
         s, spec = t.series[name], t.services[name]
-        start = max(0, minute - 60)
+        start = max(0, minute + 1 - spark)
         score = float(report.scores[name][minute])
-        services.add_row(
-            name,
-            f"{spec.cloud}/{spec.region}",
+        figures = [
             f"{s['cpu_utilization'][minute]:.0f}",
             f"{s['memory_utilization'][minute]:.0f}",
             f"{s['error_rate'][minute]:.1f}",
             f"{s['p99_latency'][minute]:.0f}",
-            _spark(s["p99_latency"][start : minute + 1]),
+        ]
+        services.add_row(
+            name,
+            *([f"{spec.cloud}/{spec.region}"] if wide else []),
+            *figures,
+            *([_spark(s["p99_latency"][start : minute + 1])] if wide else []),
             f"[{'red' if score >= 0.5 else 'green'}]{score:.2f}[/]",
         )
     active = Table(title="anomalies by severity", expand=True)

@@ -240,6 +240,13 @@ def test_the_live_view_shows_each_series() -> None:
     text = out.export_text()
     assert "points seen" in text and "demo_queue_depth{service=checkout-api}" in text
     assert "201" in text and "no anomaly yet" in text
+    # at 40 columns the series' name and labels fold onto lines, never cut to "demo_queue…"
+    narrow = Console(record=True, width=40)
+    narrow.print(view.frame())
+    folded = narrow.export_text()
+    assert "…" not in folded.split("anomalies")[0]
+    cells = "".join(line.split("│")[1].strip() for line in folded.splitlines() if "│" in line)
+    assert "demo_queue_depth{service=checkout-api}" in cells
 
 
 DAY_MS = 86_400_000

@@ -228,7 +228,9 @@ class _View:
 
     def frame(self) -> Group:
         table = Table(title=f"watching at {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
-        for col in ("series", "points seen", "last score", "anomalies"):
+        # a series' name and labels are one long word: folded, never cut to "queue_depth{inst…"
+        table.add_column("series", overflow="fold", min_width=20)
+        for col in ("points seen", "last score", "anomalies"):
             table.add_column(col)
         for series in sorted(self.watcher.series.values(), key=lambda s: -s.last_score)[:30]:
             style = "red" if series.last_score >= 0.5 else "green"

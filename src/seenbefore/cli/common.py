@@ -102,5 +102,10 @@ def caller_tiers(tiers: list[str] | None, cfg: Settings | None = None) -> tuple[
         raise InputError(f"--tier: {exc}") from None
 
 
+def counted(n: int, one: str, many: str) -> str:
+    """``1 anomaly``, ``2 anomalies``: a count with its noun."""
+    return f"{n} {one if n == 1 else many}"
+
+
 def print_json(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps({"version": JSON_SCHEMA_VERSION, **payload}, indent=2) + "\n")

@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import console, notify_router, print_json, settings
+from seenbefore.cli.common import console, counted, notify_router, print_json, settings
 from seenbefore.cli.detect_live import LiveQuery, LiveRead, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
@@ -162,8 +162,8 @@ def detect_command(
         return
     dups, flapping = report.merged, len(report.triage.suppressed)
     console.print(
-        f"[bold]{_count(len(report.anomalies), 'anomaly', 'anomalies')}[/] "
-        f"({_count(dups, 'duplicate', 'duplicates')} merged, {flapping} suppressed as flapping)"
+        f"[bold]{counted(len(report.anomalies), 'anomaly', 'anomalies')}[/] "
+        f"({counted(dups, 'duplicate', 'duplicates')} merged, {flapping} suppressed as flapping)"
     )
     _say_detector(report.detector)
     _say_history(report, since)
@@ -198,10 +198,6 @@ def detect_command(
         console.print(f"routed: {routed or nothing}")
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 SHOWN_FIRES = 10  # unconfirmed fires printed in full; --json lists them all
 
 
@@ -210,7 +206,7 @@ def _say_unconfirmed(fires: list[dict[str, Any]]) -> None:
     if not fires:
         return
     console.print(
-        f"{_count(len(fires), 'fire', 'fires')} of the detector not confirmed as anomalies:",
+        f"{counted(len(fires), 'fire', 'fires')} of the detector not confirmed as anomalies:",
         highlight=False,
     )
     for fire in fires[:SHOWN_FIRES]:
@@ -405,7 +401,7 @@ def watch(
         if router is not None:
             router.close()
     console.print(
-        f"{_count(len(opened), 'anomaly', 'anomalies')} opened; {len(routed)} routing decisions"
+        f"{counted(len(opened), 'anomaly', 'anomalies')} opened; {len(routed)} routing decisions"
     )
 
 

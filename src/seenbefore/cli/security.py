@@ -12,6 +12,7 @@ from rich.table import Table
 from seenbefore.cli.common import (
     caller_tiers,
     console,
+    counted,
     err_console,
     open_store,
     print_json,
@@ -236,7 +237,7 @@ def audit(
         return
     # one column of lines, wrapped between words: eight columns at 80 cut every value to a few
     # letters ("2026-12…", "local:r…", "INC-20…")
-    table = Table(title=f"audit log: {len(records)} record{'' if len(records) == 1 else 's'}")
+    table = Table(title=f"audit log: {counted(len(records), 'record', 'records')}")
     table.add_column("id", no_wrap=True, justify="right")
     table.add_column("time · actor · action; query hash, documents, tiers, draft")
     for r in records:

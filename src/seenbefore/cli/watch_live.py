@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import console, notify_router, settings
+from seenbefore.cli.common import console, counted, notify_router, settings
 from seenbefore.cli.detect_live import parse_history
 from seenbefore.detection.live_watch import (
     PollResult,
@@ -255,7 +255,7 @@ class _View:
         series = self.watcher.series.values()
         rate = self.points / self.seconds if self.seconds else 0.0
         console.print(
-            f"{_count(sum(s.anomalies for s in series), 'anomaly', 'anomalies')} over "
+            f"{counted(sum(s.anomalies for s in series), 'anomaly', 'anomalies')} over "
             f"{len(series)} series ({self.watcher.unconfirmed_fires()} fires unconfirmed by "
             f"|robust z| >= 4"
             + (
@@ -268,7 +268,3 @@ class _View:
             f"{self.per_series():,} bytes of state per series",
             highlight=False,
         )
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"

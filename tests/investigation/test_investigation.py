@@ -152,7 +152,9 @@ def test_a_one_column_series_is_read_by_its_name() -> None:
     other = replace(a, service="nyc_taxi")
     assert from_anomaly(other).query == "nyc_taxi: nyc taxi up"
     assert measured("p99_latency", "rds_cpu_utilization_x") == "p99_latency"
-    assert measured("cpu", "svc") == "cpu"  # "cpu" is not cpu_utilization: whole names only
+    # a named metric stays as named: a postmortem may record node_cpu_utilization itself
+    assert measured("node_cpu_utilization", "svc") == "node_cpu_utilization"
+    assert measured("value", "rds_cpu_x") == "rds_cpu_x"  # whole metric names only
 
 
 def test_one_metric_of_another_service_is_possible_not_found() -> None:

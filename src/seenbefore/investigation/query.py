@@ -72,15 +72,17 @@ KNOWN_METRICS = tuple(dict.fromkeys(metric for metric, _ in METRIC_WORDS))
 
 
 def measured(metric: str, service: str = "") -> str:
-    """What ``metric`` measures, as a metric name: a generic column (``value``) is read by its
-    series' name, and a name that holds a known metric (``rds_cpu_utilization_cc0c53``) is that
-    metric (the signal postmortems record); any other name as it is."""
-    name = service if metric.lower() in GENERIC_METRICS and service else metric
-    key = name.lower().replace("-", "_").replace(" ", "_")
+    """What ``metric`` measures, as a metric name: a named metric as it is (postmortems may
+    record it by that very name); a generic column (``value``) read by its series' name, as the
+    known metric that name holds (``rds_cpu_utilization_cc0c53``: ``cpu_utilization``, the
+    signal postmortems record) or else as the name itself."""
+    if metric.lower() not in GENERIC_METRICS or not service:
+        return metric
+    key = service.lower().replace("-", "_").replace(" ", "_")
     for known in KNOWN_METRICS:
-        if key == known or re.search(rf"(?:^|_){re.escape(known)}(?:_|$)", key):
+        if re.search(rf"(?:^|_){re.escape(known)}(?:_|$)", key):
             return known
-    return name
+    return service
 
 
 def metric_words(metric: str, direction: str, service: str = "") -> str:

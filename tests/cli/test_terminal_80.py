@@ -246,3 +246,23 @@ def test_the_watch_frame_keeps_service_names_whole_at_80_columns(tmp_path: Path)
         words = {w for line in frame.splitlines() for w in line.split()}
         assert {"notifications-worker", "payments-api", "search-service"} <= words
         assert ("azure/westeurope" in words) is wide and ("where" in words) is wide
+
+
+def test_stats_counts_the_authors_types_not_the_lack_of_one(tmp_path: Path) -> None:
+    from tests.conftest import postmortem_text
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text(postmortem_text("A-1", type="dns-failure"))
+    (docs / "b.md").write_text(postmortem_text("B-1"))  # no type: its mode is inferred
+    home = tmp_path / "home"
+    assert run(home, "ingest", str(docs))[0] == 0
+    code, out, _ = run(home, "stats")
+    assert code == 0
+    rows = {
+        cells[1].strip(): cells[2].strip()
+        for line in out.splitlines()
+        if len(cells := line.split("│")) == 4
+    }
+    assert rows["types"] == "1"  # an untyped KB read "types 1": "(none)" counted as a type
+    assert rows["without a type"] == "1 (failure mode inferred from the text)"

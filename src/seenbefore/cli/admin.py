@@ -98,7 +98,12 @@ def stats(
     table.add_column("value", justify="right")
     for key in ("documents", "current", "superseded", "chunks", "quarantined", "schema_version"):
         table.add_row(key, str(payload[key]))
-    table.add_row("types", str(len(s.by_type)))
+    # the authors' types; documents without one ("(none)" in by_type) get an inferred failure
+    # mode, which show and search mark (an untyped KB read "types 1")
+    untyped = s.by_type.get("(none)", 0)
+    table.add_row("types", str(len([t for t in s.by_type if t != "(none)"])))
+    if untyped:
+        table.add_row("without a type", f"{untyped} (failure mode inferred from the text)")
     for key in (
         "active_dense_embedder_name",
         "dense_trusted",

@@ -154,7 +154,7 @@ def test_an_untyped_precedent_is_named_by_its_inferred_failure_mode(tmp_path: Pa
     assert top.inferred_type.startswith("connection-pool-exhaustion (inferred, p ")
     draft = OfflineReporter().draft(replace(ev, verdict=POSSIBLE, novel=False))
     assert "untyped" not in draft.summary
-    assert f"POOL-1 ({top.inferred_type})" in draft.summary
+    assert f"POOL-1, {top.inferred_type};" in draft.summary
     kept = evidence_from_dict(evidence_to_dict(ev), ev.request)  # what a review stores
     assert kept.items[0].inferred_type == top.inferred_type
     # an author's type is shown as written, with nothing inferred beside it

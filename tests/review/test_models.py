@@ -83,3 +83,23 @@ def test_an_invalid_approval_is_an_input_error() -> None:
     text = render(_review(), reviewer="a", edits=None, access_tier="Not A Slug", approved_at="t")
     with pytest.raises(InputError, match=r"would not be a valid postmortem: .*access_tier"):
         validate(text, "x.md")
+
+
+def test_an_approved_recurrence_of_an_untyped_precedent_takes_its_inferred_mode() -> None:
+    # approving "precedent found: INC-2022-003 (cpu-saturation (inferred, p 1.00))" wrote a
+    # postmortem with no type, whose own text was then inferred as another mode
+    candidate = {"doc_id": "INC-7", "title": "search CPU pinned", "type": ""}
+    found = {"cited_incidents": ["INC-7"], "novel": False, "verdict": "precedent found"}
+
+    def approved(extra: dict[str, str], edits: DraftEdits | None = None) -> str:
+        review = _review(**found)
+        review = review.model_copy(update={"evidence": {"candidates": [{**candidate, **extra}]}})
+        text = render(review, reviewer="a", edits=edits, access_tier="general", approved_at="t")
+        return validate(text, "approved/PM-rev-1.md").type
+
+    assert approved({"inferred_slug": "cpu-saturation"}) == "cpu-saturation"
+    assert approved({"inferred_slug": ""}) == ""  # an unconfident inference is no type
+    assert approved({"type": "dns-failure", "inferred_slug": "x"}) == "dns-failure"
+    assert approved({"inferred_slug": "cpu-saturation"}, DraftEdits(type="bad-deploy")) == (
+        "bad-deploy"  # the reviewer's own type wins
+    )

@@ -39,6 +39,9 @@ class EvidenceItem:
     # where the author wrote no type: the failure mode inferred from the text, for people
     # (knowledge.failure_modes.FailureMode.label: "cpu-saturation (inferred, p 0.91)")
     inferred_type: str = ""
+    # its slug when the inference is confident (FailureMode.known), else empty: what an approved
+    # recurrence of this postmortem is typed as (review/postmortem.py)
+    inferred_slug: str = ""
 
 
 @dataclass(frozen=True)

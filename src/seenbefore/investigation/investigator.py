@@ -78,6 +78,7 @@ class Investigator:
             sections = {s.key: s.text for s in pm.sections if s.key in EVIDENCE_SECTIONS}
             theirs = {normalise_signal(s) for s in pm.signals}
             seen = observed | {s for s in theirs if named_in(s, said)}
+            mode = None if pm.type else failure_mode(pm)
             items.append(
                 EvidenceItem(
                     doc_id=c.doc_id,
@@ -101,7 +102,8 @@ class Investigator:
                     injection_flags=tuple(
                         sorted({f.kind for t in sections.values() for f in findings(t)})
                     ),
-                    inferred_type="" if pm.type else failure_mode(pm).label(),
+                    inferred_type=mode.label() if mode else "",
+                    inferred_slug=mode.slug if mode and mode.known else "",
                 )
             )
         unknown = self._unknown_signals(request)

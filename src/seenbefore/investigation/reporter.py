@@ -188,7 +188,7 @@ class OfflineReporter:
         caveat = _caveat(evidence)
         lead = "Precedent found" if verdict == FOUND else "Possible precedent — check"
         return Draft(
-            summary=f"{lead}: {top.doc_id} ({top.type or top.inferred_type or 'untyped'}); "
+            summary=f"{lead}: {top.doc_id}{_mode(top)}; "
             f"p_precedent {evidence.confidence:.2f}{caveat}.",
             hypothesis=hypothesis,
             cited_incidents=[i.doc_id for i in evidence.items],
@@ -235,6 +235,14 @@ class OfflineReporter:
             withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )
+
+
+def _mode(item: EvidenceItem) -> str:
+    """`` (bad-deploy)`` for an author's type, ``, bad-deploy (inferred, p 0.91)`` for an
+    inferred one (no brackets within brackets), `` (untyped)`` for neither."""
+    if item.type:
+        return f" ({item.type})"
+    return f", {item.inferred_type}" if item.inferred_type else " (untyped)"
 
 
 def _caveat(evidence: Evidence) -> str:

@@ -132,6 +132,7 @@ def _item_to_dict(item: EvidenceItem) -> dict[str, Any]:
         "signals_only_in_precedent": list(item.signals_only_in_precedent),
         "injection_flags": list(item.injection_flags),
         "inferred_type": item.inferred_type,
+        "inferred_slug": item.inferred_slug,
     }
 
 
@@ -154,6 +155,7 @@ def _item_from_dict(data: dict[str, Any]) -> EvidenceItem:
         signals_only_in_precedent=tuple(data.get("signals_only_in_precedent") or ()),
         injection_flags=tuple(data.get("injection_flags") or ()),
         inferred_type=str(data.get("inferred_type", "")),
+        inferred_slug=str(data.get("inferred_slug", "")),
     )
 
 

@@ -93,7 +93,9 @@ def render(
         "severity": review.severity or "",
         "services": list(request.get("services") or []),
         "signals": list(request.get("signals") or []),
-        "type": edits.type or top.get("type", ""),
+        # the reviewer's, else the precedent's: its author's type or, for an untyped one, the
+        # mode confidently inferred for it (approving names this a recurrence of it)
+        "type": edits.type or top.get("type") or top.get("inferred_slug", ""),
         "provenance": PROVENANCE,
         "reviewer": reviewer,
         "review_id": review.id,

@@ -37,7 +37,7 @@ from seenbefore.calibration.labelled import calibration_metrics, fit_confidence
 from seenbefore.calibration.runs import CaseRun
 from seenbefore.calibration.weights import pick_weight_cv
 from seenbefore.config import Settings
-from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, ConfidenceModel
+from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.evaluation.anomalies import (
     CAVEAT,
@@ -52,6 +52,7 @@ from seenbefore.kb import KnowledgeBase
 from seenbefore.lab.simulator import anomaly_records
 from seenbefore.retrieval.cache import CachingEmbedder
 from seenbefore.retrieval.embedders import load_neural_embedder
+from verdict_cells import group_shares
 
 REPO = Path(__file__).resolve().parents[1]
 TIERS = ("general",)
@@ -94,49 +95,29 @@ def shipped_anomaly_model(defaults: Path) -> ConfidenceModel | None:
 def verdict_states(model: ConfidenceModel, runs: Sequence[CaseRun]) -> dict[str, Any]:
     """The verdicts ``model`` gives ``runs`` as a search would (each query shape's thresholds),
     as shares per group: top right, top wrong, no precedent in the KB."""
-    groups: dict[str, list[str]] = {"top_right": [], "top_wrong": [], "no_precedent": []}
-    for run in runs:
-        p = model.predict(run.signals)
-        verdict = model.for_shape(run.shape).verdict_for(p, run.signals)
-        group = (
-            "no_precedent"
-            if run.case.expect_novel
-            else "top_right"
-            if run.top_correct
-            else "top_wrong"
+    return group_shares(
+        (
+            _group(run.case.expect_novel, bool(run.top_correct)),
+            model.for_shape(run.shape).verdict_for(model.predict(run.signals), run.signals),
         )
-        groups[group].append(verdict)
-    return {
-        g: {
-            "n": len(v),
-            **{
-                name: round(v.count(verdict) / len(v), 4) if v else None
-                for name, verdict in (("found", FOUND), ("possible", POSSIBLE), ("none", NONE))
-            },
-        }
-        for g, v in groups.items()
-    }
+        for run in runs
+    )
 
 
 def investigator_states(kb: KnowledgeBase, cases: Sequence[AnomalyCase]) -> dict[str, Any]:
     """The verdict of the draft ``detect --investigate`` writes for each case (the Investigator:
     the shipped model, then its own checks), as shares per group like :func:`verdict_states`."""
-    groups: dict[str, list[str]] = {"top_right": [], "top_wrong": [], "no_precedent": []}
+    told = []
     for c in cases:
         found = Investigator(kb, tiers=TIERS, exclude=c.case.exclude).investigate(c.request)
         right = bool(found.items) and found.items[0].doc_id in c.case.relevant
-        group = "no_precedent" if c.case.expect_novel else "top_right" if right else "top_wrong"
-        groups[group].append(found.verdict)
-    return {
-        g: {
-            "n": len(v),
-            **{
-                name: round(v.count(verdict) / len(v), 4) if v else None
-                for name, verdict in (("found", FOUND), ("possible", POSSIBLE), ("none", NONE))
-            },
-        }
-        for g, v in groups.items()
-    }
+        told.append((_group(c.case.expect_novel, right), found.verdict))
+    return group_shares(told)
+
+
+def _group(novel: bool, right: bool) -> str:
+    """verdict_cells.GROUPS: no precedent in the KB, else whether the top result is one."""
+    return "no_precedent" if novel else "top_right" if right else "top_wrong"
 
 
 def states_line(states: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ score, two states only) by the sparse mode's top result, the one its score is re
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,14 +70,23 @@ def states(
     outcomes: Sequence[Outcome], mode: str, verdict: Callable[[Outcome], str]
 ) -> dict[str, dict[str, Any]]:
     """Per group: its size and the shares told each verdict (None for an empty group)."""
-    out: dict[str, dict[str, Any]] = {}
-    for group in GROUPS:
-        rows = [o for o in outcomes if group_of(o, mode) == group]
-        out[group] = {"n": len(rows)} | {
-            key: round(sum(verdict(o) == said for o in rows) / len(rows), 4) if rows else None
-            for key, said in STATES.items()
+    return group_shares((group_of(o, mode), verdict(o)) for o in outcomes)
+
+
+def group_shares(told: Iterable[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Per group of GROUPS, from (group, verdict told) pairs: its size and the shares told each
+    verdict (None for an empty group)."""
+    by_group: dict[str, list[str]] = {group: [] for group in GROUPS}
+    for group, verdict in told:
+        by_group[group].append(verdict)
+    return {
+        group: {"n": len(said)}
+        | {
+            key: round(sum(v == verdict for v in said) / len(said), 4) if said else None
+            for key, verdict in STATES.items()
         }
-    return out
+        for group, said in by_group.items()
+    }
 
 
 def share(rows: Sequence[Outcome], verdict: str, naive: bool = False) -> float | None:

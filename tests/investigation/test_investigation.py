@@ -134,14 +134,15 @@ def test_anomaly_query_carries_signals() -> None:
     assert request.signals == ("db_connections_in_use", "p99_latency")
 
 
+def one_metric(service: str, deviation: MetricDeviation) -> Anomaly:
+    t = dt.datetime(2014, 2, 25, tzinfo=dt.UTC)
+    return Anomaly("a", service, "", "", t, t, 1.0, deviations=(deviation,))
+
+
 def test_a_one_column_series_is_read_by_its_name() -> None:
     # NAB's CSVs and a `timestamp,value` export name the series for its metric: the query said
     # "value up" and the structured signal was "value", which no postmortem records
-    t = dt.datetime(2014, 2, 25, tzinfo=dt.UTC)
-    a = Anomaly(
-        "a", "rds_cpu_utilization_cc0c53", "", "", t, t, 1.0,
-        deviations=(MetricDeviation("value", "up", 25.1, 6.0, 9.0),),
-    )  # fmt: skip
+    a = one_metric("rds_cpu_utilization_cc0c53", MetricDeviation("value", "up", 25.1, 6.0, 9.0))
     request = from_anomaly(a)
     assert request.query == (
         "rds_cpu_utilization_cc0c53: CPU utilization high, CPU pegged, cores saturated"
@@ -158,11 +159,7 @@ def test_a_one_column_series_is_read_by_its_name() -> None:
 
 
 def test_one_metric_of_another_service_is_possible_not_found() -> None:
-    t = dt.datetime(2014, 2, 25, tzinfo=dt.UTC)
-    a = Anomaly(
-        "a", "rds-db", "", "", t, t, 1.0,
-        deviations=(MetricDeviation("cpu_utilization", "up", 95, 30, 9.0),),
-    )  # fmt: skip
+    a = one_metric("rds-db", MetricDeviation("cpu_utilization", "up", 95, 30, 9.0))
     request = from_anomaly(a)
 
     def top(shared: tuple[str, ...]) -> EvidenceItem:

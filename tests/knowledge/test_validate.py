@@ -3,6 +3,7 @@ import datetime as dt
 import pytest
 
 from seenbefore.errors import PostmortemInvalid
+from seenbefore.knowledge.failure_modes import FailureMode, failure_mode
 from seenbefore.knowledge.validate import decode, postmortem_from_markdown
 from tests.conftest import postmortem_text
 
@@ -119,3 +120,20 @@ def test_extra_fields_are_plain_json() -> None:
         "write a number"
     )
     assert "holds inf" in reason(postmortem_text(meta="{a: [1, .inf]}"))
+
+
+@pytest.mark.parametrize("written", ["Uncategorized", "unknown", "Other", "N/A", "misc"])
+def test_a_type_that_names_no_failure_mode_counts_as_none(written: str) -> None:
+    # danluu's README files 119 of its 190 entries under "Uncategorized": as a type it made
+    # them all one failure mode, precedents of each other in self-calibration's labels
+    pm = postmortem_from_markdown("x.md", postmortem_text(type=written))
+    assert pm.type == ""
+    assert pm.extra["type_as_written"] == written
+    mode = failure_mode(pm)
+    assert mode.inferred and mode.slug == "connection-pool-exhaustion"  # from its words
+
+
+def test_a_real_type_is_kept_as_the_author_wrote_it() -> None:
+    pm = postmortem_from_markdown("x.md", postmortem_text(type="Hardware/Power Failures"))
+    assert pm.type == "hardware-power-failures" and "type_as_written" not in pm.extra
+    assert failure_mode(pm) == FailureMode("hardware-failure", inferred=False, p=1.0)

@@ -143,3 +143,34 @@ def test_lsa_floor_below_fifty_documents(tmp_path: Path) -> None:
         )
         result = base.search("pool", SearchFilters(), SearchOptions(mode="hybrid"))
         assert {c.matched_by for c in result.candidates} == {"sparse"}
+
+
+def test_the_verdict_does_not_depend_on_how_many_results_are_shown(tmp_path: Path) -> None:
+    # the signals read the top four candidates; -k 1 ranked only three, so a fourth of the
+    # same failure mode was missed and `search -k 1` and `search -k 5` gave different p
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(4):
+        (folder / f"P{i}.md").write_text(
+            postmortem_text(
+                f"P{i}",
+                title=f"checkout pool exhausted {i}",
+                body=f"## Summary\ndatabase connection pool exhausted on shard {i}.\n",
+                type="connection-pool-exhaustion",
+            )
+        )
+    (folder / "D.md").write_text(
+        postmortem_text("D", title="resolver outage", body="## Summary\nservfail.\n", type="dns")
+    )
+    with KnowledgeBase(Settings(home=tmp_path / "home"), embedder=HashingEmbedder(64)) as base:
+        base.ingest([folder])
+        results = [
+            base.search("connection pool exhausted", SearchFilters(), SearchOptions(k=k))
+            for k in (1, 2, 5)
+        ]
+    assert [len(r.candidates) for r in results[:2]] == [1, 2] and len(results[2].candidates) >= 4
+    assert results[0].signals["type_consensus"] == 1.0  # the three after the first agree
+    assert {(r.confidence, r.verdict) for r in results} == {
+        (results[0].confidence, results[0].verdict)
+    }
+    assert all(r.signals == results[0].signals for r in results)

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seenbefore.knowledge.failure_features import postmortem_text, text_features
-from seenbefore.knowledge.failure_taxonomy import taxonomy
+from seenbefore.knowledge.failure_taxonomy import NO_TYPE, taxonomy
 from seenbefore.types import Postmortem, StoredDocument
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def failure_mode(pm: Postmortem) -> FailureMode:
     """``pm``'s failure mode: its author's ``type`` mapped through the taxonomy's aliases
     (inferred=False, p=1.0), else the mode its words suggest. Cached per (id, content hash):
     the features are read only when a postmortem is new or has changed."""
-    if pm.type:
+    if pm.type and pm.type not in NO_TYPE:  # stored before the validator dropped such a type
         return FailureMode(slug=taxonomy().canonical(pm.type), inferred=False, p=1.0)
     if not pm.content_hash:  # built in memory, never stored: nothing to key a cache on
         return classify_text(pm.title, postmortem_text(pm))

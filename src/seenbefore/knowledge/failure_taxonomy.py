@@ -14,6 +14,28 @@ from typing import Any
 import yaml
 
 TAXONOMY_FILE = "failure_modes.yaml"
+# ``type`` values (as slugs) that say no type was given: a collection's catch-all section
+# (danluu's README files 119 of its 190 entries under "Uncategorized") or a form's default. Two
+# postmortems filed under one of them share no failure mode, so such a type counts as none: the
+# validator keeps it only as ``type_as_written`` and the mode is inferred from the words.
+NO_TYPE = frozenset(
+    {
+        "uncategorized",
+        "uncategorised",
+        "unclassified",
+        "unknown",
+        "other",
+        "others",
+        "misc",
+        "miscellaneous",
+        "none",
+        "n-a",
+        "na",
+        "tbd",
+        "todo",
+        "untyped",
+    }
+)
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from seenbefore.errors import PostmortemInvalid
+from seenbefore.knowledge.failure_taxonomy import NO_TYPE
 from seenbefore.knowledge.markdown import FrontMatterError, parse_markdown, split_sections
 from seenbefore.types import DEFAULT_TIER, Postmortem, Section, Status
 
@@ -116,6 +117,10 @@ def build_postmortem(
     if supersedes_id == doc_id:
         raise PostmortemInvalid(source, f"document {doc_id} says it supersedes itself")
     extra = {str(k): _plain(source, str(k), v) for k, v in front.items() if k not in KNOWN_FIELDS}
+    kind = _slug(str(front.get("type") or ""))
+    if kind in NO_TYPE:  # "Uncategorized" names no failure mode: keep the words, infer the mode
+        extra["type_as_written"] = str(front["type"])
+        kind = ""
     return Postmortem(
         id=doc_id,
         title=title,
@@ -127,7 +132,7 @@ def build_postmortem(
         status=status,  # checked against STATUSES above
         supersedes=supersedes_id,
         access_tier=tier,
-        type=_slug(str(front.get("type") or "")),
+        type=kind,
         tags=_str_list(source, front, "tags"),
         signals=_str_list(source, front, "signals"),
         extra=extra,

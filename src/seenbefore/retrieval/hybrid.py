@@ -61,6 +61,9 @@ __all__ = ["MODES", "HybridRetriever", "QueryPlan", "Scoring", "SearchOptions"]
 # second (log1p of standard deviations of the query's BM25 scores over the visible documents).
 # How the value was chosen: docs/decisions.md.
 DENSE_VOTE_GAP = 1.0
+# The confidence signals read the top four candidates (type_consensus, mode_match): every search
+# ranks at least this many, whatever k it shows.
+SIGNAL_DOCUMENTS = 4
 
 
 class HybridRetriever:
@@ -100,7 +103,9 @@ class HybridRetriever:
         boosts = self._recency(fused, plan.options)
         final = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
         k = plan.options.k
-        top = ranked(final)[: max(k * 3, k)]
+        # at least the documents the signals read (the first four), so that -k 1 and -k 5 give
+        # one verdict
+        top = ranked(final)[: max(k * 3, k, SIGNAL_DOCUMENTS)]
         timings["fuse_ms"] = _ms(clock)
         clock = time.perf_counter()
         candidates = self._candidates(top, rankings, final)  # by score
@@ -108,10 +113,12 @@ class HybridRetriever:
         clock = time.perf_counter()
         signals = top_document_signals(self.index, query, rankings, top, plan.options.signals)
         if self.modes is not None:
-            shown = [self._documents[c.doc_id] for c in candidates[:4]]
+            shown = [self._documents[c.doc_id] for c in candidates[:SIGNAL_DOCUMENTS]]
             signals.update(mode_signals(self.modes, text, shown))
         else:
-            signals["type_consensus"] = type_consensus([c.type for c in candidates[:4]])
+            signals["type_consensus"] = type_consensus(
+                [c.type for c in candidates[:SIGNAL_DOCUMENTS]]
+            )
         model = self.confidence
         fit = self.scoring.fit
         if model is not None and query.weights.shape in model.shapes:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -124,9 +125,13 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
             f"language model ({', '.join(kinds)}); it is fenced as data in prompts"
         )
     for doc_id, previous in report.replaced:
-        console.print(f"[yellow]replaced[/] {doc_id}: it came from {previous or '?'} before")
+        console.print(
+            f"[yellow]replaced[/] {doc_id}: it came from {escape(previous or '?')} before"
+        )
     for source, reason in report.quarantined:
-        console.print(f"[yellow]quarantined[/] {source}: {reason}", soft_wrap=True)
+        console.print(
+            f"[yellow]quarantined[/] {escape(str(source))}: {escape(reason)}", soft_wrap=True
+        )
     if report.quarantined:
         console.print(
             "see `seenbefore quarantine`; fix the files and `seenbefore quarantine retry ENTRY` "
@@ -155,7 +160,7 @@ def quarantine_list(
     for col in ("id", "source", "reason", "attempts", "last seen"):
         table.add_column(col, overflow="fold")
     for e in entries:
-        table.add_row(str(e.id), e.source, e.reason, str(e.attempts), e.last_seen)
+        table.add_row(str(e.id), escape(e.source), escape(e.reason), str(e.attempts), e.last_seen)
     console.print(table)
 
 
@@ -211,7 +216,7 @@ def quarantine_retry(
         report = kb.ingestor(mapping=mapping).retry(found.source, replace=replace)
         _audit(kb.store, "quarantine.retry", report, before, entry=entry_id, replace=replace)
     if report.quarantined:
-        console.print(f"[red]still invalid[/]: {report.quarantined[-1][1]}")
+        console.print(f"[red]still invalid[/]: {escape(report.quarantined[-1][1])}")
         raise typer.Exit(1)
     console.print(
         f"entry {entry_id} ingested: "

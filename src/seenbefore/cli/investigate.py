@@ -113,25 +113,29 @@ def _evidence_line(trace: dict[str, Any]) -> str:
 def render_draft(draft: Draft) -> None:
     verdict = verdict_of(draft.model_dump())
     style = {NONE: "red", FOUND: "green"}.get(verdict, "yellow")
-    body = [f"[bold]{draft.summary}[/]", "", draft.hypothesis]
+    body = [f"[bold]{escape(draft.summary)}[/]", "", escape(draft.hypothesis)]
     if draft.withheld:  # flagged as possible prompt injection: not quoted, said so
         body += [""] + [f"[yellow]⚠ {escape(w.note)}[/]" for w in draft.withheld]
     if draft.mitigations:
-        body += ["", "[bold]mitigations used before[/]"] + [f"- {m}" for m in draft.mitigations]
+        body += ["", "[bold]mitigations used before[/]"] + [
+            f"- {escape(m)}" for m in draft.mitigations
+        ]
     if draft.suggested_checks:
-        body += ["", "[bold]checks[/]"] + [f"- {c}" for c in draft.suggested_checks]
+        body += ["", "[bold]checks[/]"] + [f"- {escape(c)}" for c in draft.suggested_checks]
     if draft.missing_information:
-        body += ["", "[bold]missing to confirm[/]"] + [f"- {m}" for m in draft.missing_information]
+        body += ["", "[bold]missing to confirm[/]"] + [
+            f"- {escape(m)}" for m in draft.missing_information
+        ]
     if draft.staleness_note:
-        body += ["", f"[yellow]{draft.staleness_note}[/]"]
+        body += ["", f"[yellow]{escape(draft.staleness_note)}[/]"]
     evidence = _evidence_line(draft.retrieval_trace)
     if evidence:
-        body += ["", f"[dim]evidence: {evidence}[/]"]
+        body += ["", f"[dim]evidence: {escape(evidence)}[/]"]
     body += [
         "",
         f"[dim]cited: {', '.join(draft.cited_incidents) or '-'}; "
-        f"p_precedent {draft.confidence:.2f} ({verdict}); {draft.drafted_by}. "
-        f"{draft.advisory}[/]",
+        f"p_precedent {draft.confidence:.2f} ({verdict}); {escape(draft.drafted_by)}. "
+        f"{escape(draft.advisory)}[/]",
     ]
     console.print(
         Panel(

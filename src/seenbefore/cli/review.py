@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seenbefore.cli.common import caller_tiers, console, open_kb, print_json, settings
@@ -79,7 +80,7 @@ def _summary(review: Review) -> None:
         state += f" ({review.outcome})"
     console.print(
         f"[bold]{review.id}[/] {state}; tier {review.access_tier}; severity "
-        f"{review.severity or '-'}; requested by {review.requested_by}"
+        f"{escape(review.severity or '-')}; requested by {escape(review.requested_by)}"
         + (f"; postmortem {review.postmortem_id}" if review.postmortem_id else "")
         + (f"; excluded {', '.join(review.excluded_doc_ids)}" if review.excluded_doc_ids else "")
     )
@@ -149,7 +150,7 @@ def list_reviews(
                 f"p {r.draft['confidence']:.2f}" if "confidence" in r.draft else "p -",
             )
         )
-        table.add_row(r.id, f"{facts}\n{r.draft.get('summary', '(drafting)')}")
+        table.add_row(r.id, escape(f"{facts}\n{r.draft.get('summary', '(drafting)')}"))
     console.print(table)
 
 
@@ -177,7 +178,7 @@ def show(
     for e in review.history:
         why = "; ".join(x for x in (e.reason or "", e.note or "") if x)
         what = f"{e.actor} · {e.action}" + (f"\n{why}" if why else "")
-        table.add_row(e.at[:19].replace("T", " "), str(e.round), what)
+        table.add_row(e.at[:19].replace("T", " "), str(e.round), escape(what))
     console.print(table)
 
 

@@ -208,13 +208,13 @@ def render_result(
         kind = _kind(c.type, (modes or {}).get(c.doc_id))
         console.print(
             f"[bold]{rank}. {c.doc_id}[/]  {c.score:.4f}  [cyan]{escape(kind)}[/]  {when}  "
-            f"[dim]({c.matched_by})[/] {c.title}{stale}",
+            f"[dim]({c.matched_by})[/] {escape(c.title)}{stale}",
             soft_wrap=True,
         )
         snippet = " ".join(c.snippet.split())
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
-        console.print(f"     [dim]{c.section_key}:[/] {snippet[:200]}", soft_wrap=False)
+        console.print(f"     [dim]{c.section_key}:[/] {escape(snippet[:200])}", soft_wrap=False)
     console.print(f"[dim]{legend(result.candidates)}[/]")
 
 
@@ -269,7 +269,8 @@ def show(
     for key, value in shown.items():
         if value not in (None, [], {}, ""):
             table.add_row(
-                f"[bold]{key}[/]", ", ".join(value) if isinstance(value, list) else str(value)
+                f"[bold]{key}[/]",
+                escape(", ".join(value) if isinstance(value, list) else str(value)),
             )
     console.print(Panel(table, title=pm.id))
     from rich.markdown import Markdown  # markdown-it: only `show` renders Markdown

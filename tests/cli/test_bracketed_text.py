@@ -1,0 +1,55 @@
+"""A postmortem's own words reach the terminal as written. Rich reads ``[...]`` as markup: a
+title or body holding ``[/]`` (a regex, a log line) made `search`, `show` and `investigate`
+die with a MarkupError traceback, and ``[error]`` vanished from the line it was in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from seenbefore.cli.app import app
+from tests.conftest import postmortem_text
+
+runner = CliRunner()
+TITLE = "Router regex [/] dropped [error] lines"
+BODY = "## Summary\nThe router regex [/] matched every [error] line and dropped routes.\n"
+
+
+@pytest.fixture(autouse=True)
+def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
+    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "a.md").write_text(postmortem_text("RTR-1", title=f'"{TITLE}"', body=BODY))
+    assert runner.invoke(app, ["ingest", str(folder)]).exit_code == 0
+
+
+def flat(output: str) -> str:
+    return " ".join(output.replace("│", " ").split())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "router regex dropped routes"],
+        ["show", "RTR-1"],
+        ["investigate", "router regex dropped routes"],
+        ["review", "start", "router regex [/] dropped routes", "--severity", "SEV[/]2"],
+    ],
+)
+def test_bracketed_words_are_printed_not_read_as_markup(args: list[str]) -> None:
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "[/]" in result.output and "[error]" in flat(result.output)
+
+
+def test_the_review_queue_prints_them_too() -> None:
+    started = runner.invoke(app, ["review", "start", "router regex", "--severity", "SEV[/]2"])
+    assert started.exit_code == 0, started.output
+    listed = runner.invoke(app, ["review", "list"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    assert "SEV[/]2" in listed.output

@@ -249,6 +249,23 @@ def test_the_live_view_shows_each_series() -> None:
     assert "demo_queue_depth{service=checkout-api}" in cells
 
 
+def test_the_live_view_prints_a_label_value_with_brackets_as_written() -> None:
+    # a label value such as a route "/users/[id]" or "[/]" was read as Rich markup: "[/]"
+    # stopped the live view with a MarkupError
+    from rich.console import Console
+
+    labels = {"__name__": "http_requests", "route": "/users/[id]", "regex": "[/]"}
+    watcher = Watcher(_settings(queries=("http_requests",)), FakePrometheus(labels))
+    view = watch_live._View(watcher, Path("state.json"))
+    view.add(watcher.poll(POLLS[0]))
+    view.lines.append("SEV3 http_requests{regex=[/]} [error] up 40%")
+    out = Console(record=True, width=200)
+    out.print(view.frame())
+    text = out.export_text()
+    assert "http_requests{regex=[/],route=/users/[id]}" in text
+    assert "[error] up 40%" in text
+
+
 DAY_MS = 86_400_000
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -236,7 +237,7 @@ class _View:
             style = "red" if series.last_score >= 0.5 else "green"
             rest = ",".join(f"{k}={v}" for k, v in sorted(series.labels.items()) if k != "__name__")
             table.add_row(
-                f"{series.name}{{{rest}}}",
+                escape(f"{series.name}{{{rest}}}"),  # a label value may hold "[/]"
                 f"{series.seen:,}",
                 f"[{style}]{series.last_score:.2f}[/]",
                 str(series.anomalies),
@@ -248,7 +249,7 @@ class _View:
             f"({self.per_series():,} per series) in {self.path}"
             + (f"\n{learning}" if learning else "")
         )
-        shown = Panel("\n".join(self.lines[-8:]) or "no anomaly yet", title="anomalies")
+        shown = Panel(escape("\n".join(self.lines[-8:])) or "no anomaly yet", title="anomalies")
         return Group(table, shown, footer)
 
     def summary(self) -> None:

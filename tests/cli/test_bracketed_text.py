@@ -53,3 +53,16 @@ def test_the_review_queue_prints_them_too() -> None:
     listed = runner.invoke(app, ["review", "list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     assert "SEV[/]2" in listed.output
+
+
+def test_a_token_named_with_brackets_is_printed_once_and_listed() -> None:
+    # `token create --name "ci [/] bot"` stored the token, then died on the name before
+    # printing it: the one chance to copy the token was lost
+    made = runner.invoke(
+        app, ["token", "create", "--name", "ci [/] bot", "--role", "viewer", "--tiers", "general"]
+    )
+    assert made.exit_code == 0, made.output
+    assert "ci [/] bot" in made.output and made.output.strip().splitlines()[-1].strip()
+    listed = runner.invoke(app, ["token", "list"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    assert "ci [/] bot" in listed.output

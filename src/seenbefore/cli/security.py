@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seenbefore.cli.common import (
@@ -109,10 +110,10 @@ def token_create(
         )
         return
     err_console.print(
-        f"token {principal.token_id} for {principal.name} (role {principal.role}, tiers "
+        f"token {principal.token_id} for {escape(principal.name)} (role {principal.role}, tiers "
         f"{', '.join(principal.tiers)}). It is shown once: store it now."
     )
-    console.print(plaintext, soft_wrap=True)
+    console.print(plaintext, soft_wrap=True, markup=False, highlight=False)
 
 
 @token_app.command("list")
@@ -178,7 +179,7 @@ def token_table(infos: Sequence[TokenInfo], width: int) -> Table:
         state = f"[red]revoked {_when(t.revoked_at)}[/]" if t.revoked_at else "active"
         table.add_row(
             t.id,
-            t.name,
+            escape(t.name),  # the creator's words: "[/]" is not markup
             t.role,
             ", ".join(t.tiers),
             *([_when(t.created_at)] if created else []),
@@ -259,7 +260,8 @@ def audit(
             f"tiers {', '.join(r.tiers)}" if r.tiers else "",
             f"draft {r.draft_id}" if r.draft_id else "",
         ]
-        table.add_row(str(r.id), "\n".join([what, "; ".join(d for d in detail if d)]).strip())
+        text = "\n".join([what, "; ".join(d for d in detail if d)]).strip()
+        table.add_row(str(r.id), escape(text))
     console.print(table)
 
 

@@ -266,3 +266,23 @@ def test_stats_counts_the_authors_types_not_the_lack_of_one(tmp_path: Path) -> N
     }
     assert rows["types"] == "1"  # an untyped KB read "types 1": "(none)" counted as a type
     assert rows["without a type"] == "1 (failure mode inferred from the text)"
+
+
+def test_a_long_snippet_wraps_under_its_result_at_80_columns(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The snippet was wrapped by Rich at column 0 ("...lead to\\nincreased error rates"), out
+    of its result's block, and padded with spaces to the edge."""
+    from dataclasses import replace
+
+    from seenbefore.cli import search
+
+    out = io.StringIO()
+    monkeypatch.setattr(search, "console", Console(file=out, width=80, color_system=None))
+    words = "a bug in configuration roll-out to a load balancer lead to increased error rates"
+    result = _result()
+    first = replace(result.candidates[0], snippet=f"{words} for 22 minutes [/] again.")
+    search.render_result(replace(result, candidates=(first,)))
+    lines = out.getvalue().splitlines()
+    block = lines[lines.index(next(x for x in lines if "summary:" in x)) :][:3]
+    assert block[0].startswith("     summary: a bug") and block[1].startswith("     ")
+    assert all(len(x) <= 80 and x == x.rstrip() for x in block)
+    assert "for 22 minutes [/] again." in " ".join(" ".join(block).split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from seenbefore.cli.common import (
     caller_tiers,
@@ -214,8 +216,18 @@ def render_result(
         snippet = " ".join(c.snippet.split())
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
-        console.print(f"     [dim]{c.section_key}:[/] {escape(snippet[:200])}", soft_wrap=False)
+        console.print(_indented(f"{c.section_key}:", snippet[:200]), soft_wrap=True)
     console.print(f"[dim]{legend(result.candidates)}[/]")
+
+
+def _indented(key: str, text: str, indent: int = 5) -> Text:
+    """``key text`` wrapped to the terminal as a block under the result line (a wrapped line
+    starts under the first, not at column 0), ``key`` dimmed; the words as written."""
+    pad = " " * indent
+    lines = textwrap.wrap(f"{key} {text}", width=max(20, console.width - indent)) or [key]
+    out = Text("\n".join(pad + line for line in lines))
+    out.stylize("dim", indent, indent + len(key))
+    return out
 
 
 def _kind(author: str, mode: Mapping[str, Any] | None) -> str:

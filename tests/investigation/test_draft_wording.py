@@ -159,3 +159,19 @@ def test_an_untyped_precedent_is_named_by_its_inferred_failure_mode(tmp_path: Pa
     assert kept.items[0].inferred_type == top.inferred_type
     # an author's type is shown as written, with nothing inferred beside it
     assert item().inferred_type == ""
+
+
+def test_a_precedent_without_a_root_cause_is_told_by_its_summary_not_an_empty_quote() -> None:
+    # danluu's entries are one summary each: the draft said "In that incident the root cause
+    # was: (the precedent records no root cause section)"
+    summary = "A leap second made the kernel livelock. Servers spun at full CPU."
+    base = evidence(POSSIBLE, "leap second, servers at 100% cpu")
+    only = replace(item(), sections={"summary": summary})
+    draft = OfflineReporter().draft(replace(base, items=(only,)))
+    assert "root cause was:" not in draft.hypothesis
+    assert f"It records no root cause section; its summary: {summary}" in draft.hypothesis
+    # when the title already says it, the draft does not say it twice
+    titled = replace(only, title=f"Linux: {summary}")
+    again = OfflineReporter().draft(replace(base, items=(titled,)))
+    assert "It records no root cause section; read INC-7 itself." in again.hypothesis
+    assert again.hypothesis.count("livelock") == 1

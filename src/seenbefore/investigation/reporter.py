@@ -140,10 +140,15 @@ class OfflineReporter:
                 f"In that incident the root cause was withheld: it contains "
                 f"{describe(hidden['root_cause'].kinds)}; read {top.doc_id} itself."
             )
-        else:
-            cause = "In that incident the root cause was: " + (
-                " ".join(_sentences(section("root_cause"), 2))
-                or "(the precedent records no root cause section)"
+        elif quoted := " ".join(_sentences(section("root_cause"), 2)):
+            cause = f"In that incident the root cause was: {quoted}"
+        else:  # a collection of one-paragraph summaries (danluu's) records no root cause
+            summary = " ".join(_sentences(section("summary"), 2))
+            told = summary and summary[:60] in _title(top, flagged)  # the title holds it
+            cause = (
+                f"It records no root cause section; its summary: {summary}"
+                if summary and not told
+                else f"It records no root cause section; read {top.doc_id} itself."
             )
         shared, unshared = list(top.signals_shared), list(top.signals_only_in_precedent)
         if shared:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from seenbefore.cli import explain, security
 from seenbefore.cli.app import app
 from seenbefore.cli.progress import LineProgress
+from seenbefore.core.confidence import POSSIBLE
 from seenbefore.security.tokens import TokenInfo
 from seenbefore.types import Candidate, GateReport, RetrieverHit, SearchResult
 from tests.conftest import EXAMPLES
@@ -137,6 +138,28 @@ def test_explain_says_why_dense_weighs_nothing(monkeypatch) -> None:  # type: ig
         "fused: sparse 1, dense 0 (reciprocal rank fusion, k = 60); dense weighs 0 because the "
         "gate did not trust it: no dense vectors: run `seenbefore reindex`"
     ) in out.getvalue()
+
+
+def test_explain_says_when_the_vote_turned_dense_off_and_why_found_was_held(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ "dense weighs 0 because this was a hybrid search" was said when sparse's top stood far
+    above its second (the vote), and p 0.71 over "found at p >= 0.5" read "possible" with no
+    reason (the top document held one word of the query)."""
+    from seenbefore.types import ModelFit
+
+    out = io.StringIO()
+    monkeypatch.setattr(explain, "console", Console(file=out, width=300, color_system=None))
+    result = _result()
+    fit = ModelFit(lo=0.33, hi=0.5, held_out=None, live="", shape="prose")
+    signals = {"sparse_gap": 2.69, "shared_words": 1.0}
+    explain.render_explain(
+        SearchResult(**{**result.__dict__, "weights": {"sparse": 1.0, "dense": 0.0},
+                        "signals": signals, "confidence": 0.71, "verdict": POSSIBLE,
+                        "confidence_model_fit": fit})
+    )  # fmt: skip
+    text = out.getvalue()
+    assert "sparse's top document stands far above its second (gap 2.69 > 1)" in text
+    assert "this was a hybrid search" not in text
+    assert "held at possible: the top document holds 1 of the query's words (found needs 2)" in text
 
 
 def test_token_list_wraps_between_words_at_80_columns() -> None:

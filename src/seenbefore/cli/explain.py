@@ -9,6 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from seenbefore.cli.common import console
+from seenbefore.core.confidence import MIN_SHARED_WORDS, POSSIBLE
+from seenbefore.retrieval.hybrid import DENSE_VOTE_GAP
 from seenbefore.types import Candidate, Downweighted, QueryWeights, SearchResult
 
 MATCHED_BY = {
@@ -34,11 +36,18 @@ def _weights_line(result: SearchResult) -> str:
     line = f"[bold]fused[/]: {weights} (reciprocal rank fusion, k = {result.rrf_k})"
     gate = result.gate
     if result.weights.get("dense", 0.0) == 0.0 and gate is not None:
-        why = (
-            f"the gate did not trust it: {gate.reason}"
-            if not gate.dense_trusted
-            else f"this was a {result.mode} search"
-        )
+        gap = result.signals.get("sparse_gap", 0.0)
+        if not gate.dense_trusted:
+            why = f"the gate did not trust it: {gate.reason}"
+        elif result.mode != "hybrid":
+            why = f"this was a {result.mode} search"
+        elif gap > DENSE_VOTE_GAP:  # the vote (retrieval/hybrid.py), not the gate
+            why = (
+                f"sparse's top document stands far above its second (gap {gap:.2f} > "
+                f"{DENSE_VOTE_GAP:g}): dense votes only when sparse is unsure"
+            )
+        else:
+            why = "its weight was 0 (asked for, or measured)"
         line += f"; dense weighs 0 because {why}"
     return line
 
@@ -55,6 +64,18 @@ def _signals_line(result: SearchResult) -> str:
 def _hit(hit: object) -> str:
     rank, score = getattr(hit, "rank", None), getattr(hit, "score", None)
     return "-" if rank is None else f"{rank} · {score:.2f}"
+
+
+def _held(result: SearchResult, hi: float) -> str:
+    """Why a p at or above "found" gives "possible": the top document shares too few of the
+    query's words (core/confidence.verdict)."""
+    shared = result.signals.get("shared_words")
+    if result.verdict != POSSIBLE or result.confidence < hi or shared is None:
+        return ""
+    return (
+        f"; held at possible: the top document holds {int(shared)} of the query's words "
+        f"(found needs {MIN_SHARED_WORDS})"
+    )
 
 
 def render_explain(result: SearchResult) -> None:
@@ -75,6 +96,7 @@ def render_explain(result: SearchResult) -> None:
             f"p >= {fit.hi:g}"
             + (f": the thresholds for {fit.shape} queries" if fit.shape else "")
             + ")"
+            + _held(result, fit.hi)
         )
         if fit.live:
             console.print(f"[bold]live confidence model[/]: {escape(fit.live)}")

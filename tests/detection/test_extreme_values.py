@@ -122,3 +122,13 @@ def test_no_csv_column_of_numbers_reaches_a_traceback(cells: list[str]) -> None:
             read_csv(path)
         except InputError as exc:
             assert "x.csv:" in str(exc)
+
+
+def test_a_header_without_rows_is_not_called_an_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "only_header.csv"
+    path.write_text("timestamp,value\n")
+    with pytest.raises(InputError, match="a header and no rows of data; give at least one row"):
+        read_csv(path)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(InputError, match="empty file; expected a header"):
+        read_csv(tmp_path / "empty.csv")

@@ -108,6 +108,11 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
     except csv.Error as exc:
         raise InputError(f"{path}: not a readable CSV file ({exc}); save it as plain CSV") from None
     if not rows:
+        if text.strip():  # a header and nothing under it
+            raise InputError(
+                f"{path}: a header and no rows of data; give at least one row under it "
+                "(a timestamp and a value per metric column)"
+            )
         raise InputError(
             f"{path}: empty file; expected a header with 'timestamp' and metric columns"
         )

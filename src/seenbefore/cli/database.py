@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from urllib.parse import unquote, urlsplit
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seenbefore.cli.common import console, err_console, print_json, settings
@@ -122,7 +123,7 @@ def key_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     for k in infos:
         table.add_row(
             k.id,
-            k.name,
+            escape(k.name),
             "every tier" if k.tiers is None else ",".join(k.tiers),
             k.created_at,
             f"[red]{k.revoked_at}[/]" if k.revoked_at else "-",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from seenbefore.cli.common import console, notify_router, print_json
@@ -105,6 +106,6 @@ def list_entries(
             e.message.action,
             e.state,
             str(e.attempts),
-            e.last_error or "-",
+            escape(e.last_error or "-"),  # a receiver's words: "[/]" is not markup
         )
     console.print(table)

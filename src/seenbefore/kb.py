@@ -178,22 +178,27 @@ class KnowledgeBase:
         progress: Progress | None = None,
         embed_progress: EmbedProgress | None = None,
         replace: bool = False,
+        calibrate_progress: EmbedProgress | None = None,
     ) -> IngestReport:
+        """``calibrate_progress(done, total)``: the searches of a self-calibration, when the
+        ingest changed the KB enough to run one."""
         ingestor = self.ingestor(mapping=mapping, progress=progress)
         report = ingestor.ingest(paths, prune=prune, replace=replace)
         self.maybe_refit_lsa(embed_progress)
-        self.maybe_self_calibrate()
+        self.maybe_self_calibrate(progress=calibrate_progress)
         return report
 
-    def maybe_self_calibrate(self, *, force: bool = False) -> dict[str, Any] | None:
+    def maybe_self_calibrate(
+        self, *, force: bool = False, progress: EmbedProgress | None = None
+    ) -> dict[str, Any] | None:
         """Refit gate, confidence and novelty threshold from the KB's own documents when it
         changed materially (or ``force``): the hook passed in, else the calibration
-        subsystem's (calibration/selfcal.py)."""
+        subsystem's (calibration/selfcal.py), which reports its searches to ``progress``."""
         if self._self_calibration is not None:
             return self._self_calibration(self, force=force)
         from seenbefore.calibration.selfcal import maybe_self_calibrate
 
-        return maybe_self_calibrate(self, force=force)
+        return maybe_self_calibrate(self, force=force, progress=progress)
 
     def lsa_staleness(self) -> float | None:
         """Chunks changed since the LSA fit, as a fraction of the chunks it was fitted on."""
@@ -228,8 +233,13 @@ class KnowledgeBase:
         self.reindex(progress)
         return True
 
-    def reindex(self, progress: EmbedProgress | None = None) -> dict[str, Any]:
-        """Re-embed every chunk with the active embedder (refitting LSA when LSA is active)."""
+    def reindex(
+        self,
+        progress: EmbedProgress | None = None,
+        calibrate_progress: EmbedProgress | None = None,
+    ) -> dict[str, Any]:
+        """Re-embed every chunk with the active embedder (refitting LSA when LSA is active),
+        then self-calibrate (its searches reported to ``calibrate_progress``)."""
         rows = self.store.chunk_rows()
         family = self.dense_family()
         use_lsa = self.settings.embedder == "lsa" or family == "lsa"
@@ -258,7 +268,7 @@ class KnowledgeBase:
         self.store.replace_vectors(embedder.name, rows.ids.tolist(), matrix)
         self._embedder, self._embedder_loaded = embedder, True
         self._forget_index()
-        self.maybe_self_calibrate(force=True)
+        self.maybe_self_calibrate(force=True, progress=calibrate_progress)
         return {"embedder": embedder.name, "chunks": len(rows.texts)}
 
     # -- reading --------------------------------------------------------------------------

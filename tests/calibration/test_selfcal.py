@@ -190,3 +190,20 @@ def test_a_left_out_case_is_a_negative_only_against_a_confidently_other_failure_
 
     prior = (1 - PRESENT_SHARE) / PRESENT_SHARE  # left-out cases weigh by the stated prior
     assert all(r.weight == pytest.approx(prior) for r in rows)
+
+
+def test_an_ingest_that_self_calibrates_reports_its_searches(tmp_path: Path) -> None:
+    # a 200-document ingest was silent for 15 s after "ingesting ... (done)": the searches of
+    # its self-calibration had no progress
+    _write(tmp_path / "docs", MIN_DOCUMENTS + 2)
+    calls: list[tuple[int, int]] = []
+    with KnowledgeBase(Settings(home=tmp_path / "home", embedder="none")) as kb:
+        kb.ingest([tmp_path / "docs"], calibrate_progress=lambda d, t: calls.append((d, t)))
+        ran = calibration_record.load(kb.store).self_run
+        assert calls and calls[-1][0] == calls[-1][1]  # it ends complete
+        assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+        assert all(0 < d <= t for d, t in calls)
+        assert calls[-1][0] == ran["fit_cases"] + ran["held_out_cases"]  # sparse: each once
+        calls.clear()
+        kb.ingest([tmp_path / "docs"], calibrate_progress=lambda d, t: calls.append((d, t)))
+    assert calls == []  # nothing changed: no self-calibration, no progress

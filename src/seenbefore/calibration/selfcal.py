@@ -32,14 +32,14 @@ A smaller KB than ``MIN_DOCUMENTS`` keeps the shipped defaults and says why.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from seenbefore.calibration import fitting, labels, people, record, styles
 from seenbefore.calibration.cases import Case
 from seenbefore.calibration.runs import CaseRun, reciprocal_rank, timed_search
-from seenbefore.calibration.weights import pick_weight
+from seenbefore.calibration.weights import WEIGHT_GRID, pick_weight
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.retrieval.embedders import Embedder, Matrix
 from seenbefore.retrieval.hybrid import SearchOptions
@@ -56,6 +56,7 @@ MAX_DOCUMENTS = 150  # documents sampled for cases (keeps ingest of a large KB b
 PRESENT_SHARE = 1 / 3
 SELF = "self-calibration"  # who the record says wrote what self-calibration kept
 __all__ = ["maybe_self_calibrate", "self_calibrate", "self_cases"]
+Progress = Callable[[int, int], None]  # (searches done, searches in all)
 
 
 @dataclass(frozen=True)
@@ -159,13 +160,16 @@ def changed_share(kb: KnowledgeBase) -> float | None:
     return changed / max(1, len(before), len(now))
 
 
-def maybe_self_calibrate(kb: KnowledgeBase, *, force: bool = False) -> dict[str, Any] | None:
+def maybe_self_calibrate(
+    kb: KnowledgeBase, *, force: bool = False, progress: Progress | None = None
+) -> dict[str, Any] | None:
     """Self-calibrate when never done, when ``MATERIAL_CHANGE`` of documents changed, or when
-    ``force`` (reindex). Returns the new record, or None when nothing needed doing."""
+    ``force`` (reindex). Returns the new record, or None when nothing needed doing.
+    ``progress(done, total)``: searches run (they are the time it takes)."""
     share = changed_share(kb)
     if not force and share is not None and share < MATERIAL_CHANGE:
         return None
-    return self_calibrate(kb, force=True)
+    return self_calibrate(kb, force=True, progress=progress)
 
 
 class _Memo:
@@ -185,10 +189,42 @@ class _Memo:
         return np.stack([self._seen[t] for t in texts])
 
 
+class _Searches:
+    """Counts the searches a self-calibration runs for a progress callback ``(done, total)``:
+    the total is estimated up front (the gate's sweep and each mode's cases) and follows the
+    count when more run; :meth:`finish` reports the run complete."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.done, self.total = progress, 0, max(1, total)
+
+    def tick(self) -> None:
+        self.done += 1
+        self.total = max(self.total, self.done)
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def expect(self, more: int) -> None:
+        """What is left is now known: ``more`` searches."""
+        self.total = max(1, self.done + more)
+
+    def finish(self) -> None:
+        if self.progress is not None:
+            self.progress(self.done, self.done)
+
+
 def _runs(
-    kb: KnowledgeBase, cases: Sequence[Case], tiers: Sequence[str], options: SearchOptions
+    kb: KnowledgeBase,
+    cases: Sequence[Case],
+    tiers: Sequence[str],
+    options: SearchOptions,
+    searches: _Searches | None = None,
 ) -> list[CaseRun]:
-    return [timed_search(kb, c, c.query, tiers=tiers, options=options) for c in cases]
+    out = []
+    for c in cases:
+        out.append(timed_search(kb, c, c.query, tiers=tiers, options=options))
+        if searches is not None:
+            searches.tick()
+    return out
 
 
 def labelled(
@@ -224,7 +260,9 @@ def _mrr(runs: Sequence[CaseRun]) -> float:
     return sum(reciprocal_rank(r.ranking, r.case.relevant) for r in scored) / max(1, len(scored))
 
 
-def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> dict[str, Any]:
+def self_calibrate(
+    kb: KnowledgeBase, *, force: bool = False, seed: int = 0, progress: Progress | None = None
+) -> dict[str, Any]:
     """Fit on self-made cases, check on the other half, keep what wins (see module doc).
     Returns the run's summary (also stored as the record's ``self_run``)."""
     documents = len(kb.store.list_ids(None))
@@ -259,26 +297,38 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
             kb.query_embedder = _Memo(inner)
     modes_fitted: dict[str, Any] = {}
     said = people.trusted(people.labels(kb.store))
+    # the gate is chosen on the openings as written: every weight on the fit half's, at most
+    # three held out
+    clean_fit, clean_held = self_cases(kb, seed=seed, noise=False)[:2] if has_dense else ([], [])
+    sweep = (
+        sum(s.case.id.startswith("self:") for s in clean_fit) * len(WEIGHT_GRID)
+        + sum(s.case.id.startswith("self:") for s in clean_held) * 3
+    )
+    searches = _Searches(progress, (len(fit) + len(held)) * (2 if has_dense else 1) + sweep)
     rows_by_key: dict[str, Any] = {}
     try:
         base = SearchOptions(k=10)
         weight = 0.0
         if has_dense:
-            clean_fit, clean_held, _ = self_cases(kb, seed=seed, noise=False)
-            weight, modes_fitted["gate"] = _fit_gate(kb, clean_fit, clean_held, tiers, base)
+            weight, modes_fitted["gate"] = _fit_gate(
+                kb, clean_fit, clean_held, tiers, base, searches
+            )
         options = {"sparse": replace(base, mode="sparse")}
         if weight > 0:
             options[f"hybrid:{family}"] = replace(
                 base, mode="hybrid", dense_weight=weight, dense_vote=True
             )
+        searches.expect((len(fit) + len(held)) * len(options))
         for key, opts in options.items():
             described = (
                 f"self-calibrated on {len(fit)} cases made from this KB ({documents} documents; "
                 f"styles {', '.join(run['styles'])}"
                 f"{'; dense weight ' + str(weight) if key != 'sparse' else ''})"
             )
-            fit_rows = labelled(_runs(kb, [s.case for s in fit], tiers, opts), fit, modes)
-            held_rows = labelled(_runs(kb, [s.case for s in held], tiers, opts), held, modes)
+            fit_rows = labelled(_runs(kb, [s.case for s in fit], tiers, opts, searches), fit, modes)
+            held_rows = labelled(
+                _runs(kb, [s.case for s in held], tiers, opts, searches), held, modes
+            )
             rows_by_key[key] = (fit_rows, held_rows)
             # people's labels on this mode's searches: half fitted, half checked (every
             # principal weighing the same, none more than people.MAX_PRINCIPAL_SHARE)
@@ -290,6 +340,7 @@ def self_calibrate(kb: KnowledgeBase, *, force: bool = False, seed: int = 0) -> 
             )
     finally:
         kb.query_embedder = saved_embedder
+    searches.finish()
     kept = [k for k, m in modes_fitted.items() if k != "gate" and m.get("kept")]
     run["modes"] = {
         k: {x: v for x, v in m.items() if x not in ("model", "weights")}
@@ -371,6 +422,7 @@ def _fit_gate(
     held: Sequence[SelfCase],
     tiers: Sequence[str],
     base: SearchOptions,
+    searches: _Searches | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """Dense weight by MRR of the production hybrid search (fuser and depth as served), chosen
     on the fit half's present cases and raised above the shipped weight only when, held out, it
@@ -380,7 +432,7 @@ def _fit_gate(
 
     def mrr(cases: Sequence[Case], weight: float) -> float:
         options = replace(base, mode="hybrid", dense_weight=weight, dense_vote=True)
-        return _mrr(_runs(kb, cases, tiers, options))
+        return _mrr(_runs(kb, cases, tiers, options, searches))
 
     shipped = kb.gate_default().dense
     weights, kept = pick_weight(

@@ -38,6 +38,21 @@ def _progress_callback(progress: Progress | LineProgress | None, label: str) -> 
     return update
 
 
+def _when_called(progress: Progress | LineProgress | None, label: str) -> Any:
+    """A progress callback whose task appears on its first call: a step that may not run
+    (self-calibration after a small change) leaves no idle row behind."""
+    if progress is None:
+        return None
+    update: list[Any] = []
+
+    def first(done: int, total: int) -> None:
+        if not update:
+            update.append(_progress_callback(progress, label))
+        update[0](done, total)
+
+    return first
+
+
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Markdown files, JSONL files or directories")],
     map_: Annotated[
@@ -73,6 +88,7 @@ def ingest(
             progress=_progress_callback(progress, "ingesting"),
             embed_progress=_progress_callback(progress, "embedding"),
             replace=replace,
+            calibrate_progress=_when_called(progress, "self-calibrating (searches)"),
         )
         _audit(kb.store, "ingest", report, before, replace=replace, prune=prune)
     _print_report(report, as_json)
@@ -232,7 +248,10 @@ def reindex(
         progress_bar(disable=as_json) as progress,
         open_kb() as kb,
     ):
-        result = kb.reindex(_progress_callback(progress, "embedding"))
+        result = kb.reindex(
+            _progress_callback(progress, "embedding"),
+            _when_called(progress, "self-calibrating (searches)"),
+        )
         status = kb.status()
         record_write(
             kb.store,

@@ -220,6 +220,16 @@ def render_result(
     console.print(f"[dim]{legend(result.candidates)}[/]")
 
 
+def _cell(value: Any) -> str:
+    """A front-matter value for people: a list as "a, b", extra fields as "key: value" lines
+    (not a Python dict's repr)."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {_cell(v)}" for k, v in value.items())
+    return str(value)
+
+
 def _indented(key: str, text: str, indent: int = 5) -> Text:
     """``key text`` wrapped to the terminal as a block under the result line (a wrapped line
     starts under the first, not at column 0), ``key`` dimmed; the words as written."""
@@ -282,7 +292,7 @@ def show(
         if value not in (None, [], {}, ""):
             table.add_row(
                 f"[bold]{key}[/]",
-                escape(", ".join(value) if isinstance(value, list) else str(value)),
+                escape(_cell(value)),
             )
     console.print(Panel(table, title=pm.id))
     from rich.markdown import Markdown  # markdown-it: only `show` renders Markdown

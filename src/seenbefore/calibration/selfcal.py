@@ -297,16 +297,19 @@ def self_calibrate(
             kb.query_embedder = _Memo(inner)
     modes_fitted: dict[str, Any] = {}
     said = people.trusted(people.labels(kb.store))
-    # the gate is chosen on the openings as written: every weight on the fit half's, at most
-    # three held out
-    clean_fit, clean_held = self_cases(kb, seed=seed, noise=False)[:2] if has_dense else ([], [])
-    sweep = (
-        sum(s.case.id.startswith("self:") for s in clean_fit) * len(WEIGHT_GRID)
-        + sum(s.case.id.startswith("self:") for s in clean_held) * 3
-    )
-    searches = _Searches(progress, (len(fit) + len(held)) * (2 if has_dense else 1) + sweep)
     rows_by_key: dict[str, Any] = {}
+    searches = _Searches(progress, 0)
     try:
+        # the gate is chosen on the openings as written: every weight on the fit half's, at
+        # most three held out
+        clean_fit, clean_held = (
+            self_cases(kb, seed=seed, noise=False)[:2] if has_dense else ([], [])
+        )
+        sweep = (
+            sum(s.case.id.startswith("self:") for s in clean_fit) * len(WEIGHT_GRID)
+            + sum(s.case.id.startswith("self:") for s in clean_held) * 3
+        )
+        searches.expect((len(fit) + len(held)) * (2 if has_dense else 1) + sweep)
         base = SearchOptions(k=10)
         weight = 0.0
         if has_dense:

@@ -284,3 +284,32 @@ def test_a_stray_print_never_reaches_the_wire(tmp_path: Path) -> None:
     )
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1]
     assert "stray bytes" in done.stderr
+
+
+def test_a_client_that_closes_its_end_still_gets_every_answer(tmp_path: Path) -> None:
+    """A script that writes its requests and closes stdin (``printf ... | seenbefore mcp``) got
+    the handshake back and nothing for its tool call: the SDK server stops serving when its
+    input ends, and the call was still loading the knowledge base."""
+    env = {
+        **os.environ,
+        "SEENBEFORE_HOME": str(tmp_path / "home"),
+        "SEENBEFORE_EMBEDDER": "lsa",
+    }
+    cli = str(Path(sys.executable).with_name("seenbefore"))
+    call = {"name": "find_similar_incidents", "arguments": {"query": POOL_QUERY, "k": 3}}
+    lines = [
+        json.dumps(m)
+        for m in (initialize("2025-06-18"), stdio.INITIALIZED, request(3, "tools/call", call))
+    ]
+    done = subprocess.run(
+        [cli, "mcp"],
+        input="\n".join(lines) + "\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 3], done.stderr
+    assert "result" in answers[1] or "error" in answers[1]

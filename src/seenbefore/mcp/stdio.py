@@ -44,6 +44,9 @@ HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
 _EOF = b""
+# how long requests the server holds may run on once the client has closed its end (a script
+# that writes its requests and closes stdin still gets every answer); past it the server stops
+DRAIN_S = 120.0
 
 Build = Callable[[], tuple["Server[Any]", Callable[[], None]]]
 Note = Callable[[str], None]
@@ -113,6 +116,9 @@ class Handoff:
     replay: list[bytes] = field(default_factory=list)
     drop_id: Any = None  # the id of the replayed initialize, whose second answer is dropped
     dropping: bool = False
+    # requests handed to the SDK server and not answered yet (their ids as JSON): when the
+    # client closes its end, the server answers these before it stops
+    pending: set[str] = field(default_factory=set)
 
 
 def load_handshake() -> dict[str, Any]:
@@ -195,12 +201,30 @@ def _extra_params(params: Any) -> bool:
     return not isinstance(params, dict) or any(key != "_meta" for key in params)
 
 
-class _Inbound:
-    """The text stream ``stdio_server`` reads: the replayed lines, then the wire."""
+def _messages(text: str | bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC objects in one line (a batch is a list of them); [] for anything else."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return []
+    items = found if isinstance(found, list) else [found]
+    return [m for m in items if isinstance(m, dict)]
 
-    def __init__(self, wire: Wire, replay: list[bytes]) -> None:
+
+def _key(request_id: Any) -> str:
+    return json.dumps(request_id, sort_keys=True)
+
+
+class _Inbound:
+    """The text stream ``stdio_server`` reads: the replayed lines, then the wire. At the end of
+    the input it waits (up to :data:`DRAIN_S`) until every request it passed on is answered:
+    the SDK server stops serving when its input ends, and requests it still held went
+    unanswered (a script that writes a tool call and closes stdin got nothing back)."""
+
+    def __init__(self, wire: Wire, replay: list[bytes], pending: set[str] | None = None) -> None:
         self._wire = wire
         self._replay = list(replay)
+        self._pending = pending if pending is not None else set()
 
     def __aiter__(self) -> _Inbound:
         return self
@@ -209,10 +233,17 @@ class _Inbound:
         import anyio
 
         if self._replay:
-            return self._replay.pop(0).decode("utf-8", "replace")
-        line = await anyio.to_thread.run_sync(self._wire.readline, abandon_on_cancel=True)
+            line = self._replay.pop(0)
+        else:
+            line = await anyio.to_thread.run_sync(self._wire.readline, abandon_on_cancel=True)
         if not line:
+            with anyio.move_on_after(DRAIN_S):
+                while self._pending:
+                    await anyio.sleep(0.02)
             raise StopAsyncIteration
+        for message in _messages(line):
+            if "method" in message and "id" in message:
+                self._pending.add(_key(message["id"]))
         return line.decode("utf-8", "replace")
 
 
@@ -225,18 +256,12 @@ class _Outbound:
         self._handoff = handoff
 
     async def write(self, text: str) -> None:
-        if self._handoff.dropping:
-            try:
-                message = json.loads(text)
-            except ValueError:
-                message = None
-            if (
-                isinstance(message, dict)
-                and "method" not in message
-                and message.get("id") == self._handoff.drop_id
-            ):
-                self._handoff.dropping = False
-                return
+        answers = [m for m in _messages(text) if "method" not in m and "id" in m]
+        for message in answers:
+            self._handoff.pending.discard(_key(message["id"]))
+        if self._handoff.dropping and any(m["id"] == self._handoff.drop_id for m in answers):
+            self._handoff.dropping = False
+            return
         self._wire.write(text)
 
     async def flush(self) -> None:
@@ -249,7 +274,8 @@ def hand_over(server: Server[Any], wire: Wire, handoff: Handoff) -> None:
     from mcp.server.stdio import stdio_server
 
     async def run() -> None:
-        inbound, outbound = _Inbound(wire, handoff.replay), _Outbound(wire, handoff)
+        inbound = _Inbound(wire, handoff.replay, handoff.pending)
+        outbound = _Outbound(wire, handoff)
         # the SDK's own stdio transport, over the front's streams instead of the process's, so
         # the messages the front consumed are seen first
         async with stdio_server(stdin=inbound, stdout=outbound) as (read, write):  # type: ignore[arg-type]

@@ -175,3 +175,10 @@ def test_a_precedent_without_a_root_cause_is_told_by_its_summary_not_an_empty_qu
     again = OfflineReporter().draft(replace(base, items=(titled,)))
     assert "It records no root cause section; read INC-7 itself." in again.hypothesis
     assert again.hypothesis.count("livelock") == 1
+
+
+def test_a_title_that_is_a_sentence_loses_its_full_stop_before_the_date() -> None:
+    base = evidence(FOUND, POOL)
+    titled = replace(item(), title="Disruption in the power at the primary datacenter.")
+    draft = OfflineReporter().draft(replace(base, items=(titled,)))
+    assert "(Disruption in the power at the primary datacenter, 2025-05-01)" in draft.hypothesis

@@ -262,7 +262,9 @@ def _caveat(evidence: Evidence) -> str:
 
 def _title(item: EvidenceItem, flagged: list[Flagged]) -> str:
     hidden = any(f.doc_id == item.doc_id and f.section == "title" for f in flagged)
-    return "title withheld" if hidden else item.title
+    # a title that is a sentence ("... at their primary datacenter.") loses its full stop
+    # before the ", undated)" that follows it
+    return "title withheld" if hidden else item.title.rstrip(" .") or item.title
 
 
 def _staleness(item: EvidenceItem, today: dt.date | None) -> str | None:

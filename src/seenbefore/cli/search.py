@@ -227,7 +227,7 @@ def _cell(value: Any) -> str:
         return ", ".join(str(v) for v in value)
     if isinstance(value, dict):
         return "\n".join(f"{k}: {_cell(v)}" for k, v in value.items())
-    return str(value)
+    return "-" if value is None else str(value)
 
 
 def _indented(key: str, text: str, indent: int = 5) -> Text:

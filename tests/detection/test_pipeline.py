@@ -225,3 +225,14 @@ def test_detect_counts_a_gap_in_the_series_own_step(tmp_path: Path) -> None:
         report = detect(read_csv(csv, service="svc"), params=DetectionParams())
         hits = [h for h in report.hits if h.rule.name == "no-traffic-data"]
         assert [h.index for h in hits] == expected
+
+
+def test_a_signature_against_a_zero_or_negative_baseline_has_no_ratio() -> None:
+    # NAB's ec2_disk_write_bytes_1ef3de read "value infx baseline (20765900)": its baseline is 0
+    from seenbefore.detection.signature import describe
+
+    up = MetricDeviation("disk_write_bytes", "up", 20765900.0, 0.0, 9.0, "B")
+    assert describe(up) == "disk_write_bytes up from 0 to 20765900 B"
+    down = MetricDeviation("temperature", "down", -12.0, -2.0, 5.0)
+    assert describe(down) == "temperature down from -2 to -12"
+    assert describe(MetricDeviation("rps", "up", 300.0, 100.0, 5.0)) == "rps 3x baseline (300)"

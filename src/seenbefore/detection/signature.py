@@ -29,12 +29,15 @@ def describe(d: MetricDeviation, capacity: Mapping[str, float] | None = None) ->
         return f"{d.metric} at {100 * d.value / cap:.0f}% of pool ({_num(d.value)}/{_num(cap)})"
     if d.metric in PERCENT_METRICS:
         return f"{d.metric} {_num(d.value)}% (baseline {_num(d.baseline)}%)"
+    unit = d.unit and " " + d.unit
+    if d.baseline <= 0:  # no ratio to a zero or negative baseline ("infx baseline")
+        return f"{d.metric} {d.direction} from {_num(d.baseline)} to {_num(d.value)}{unit}"
     if d.direction == "down":
-        drop = 100 * (1 - d.value / d.baseline) if d.baseline else 100.0
-        return f"{d.metric} down {drop:.0f}% ({_num(d.value)}{d.unit and ' ' + d.unit})"
+        drop = 100 * (1 - d.value / d.baseline)
+        return f"{d.metric} down {drop:.0f}% ({_num(d.value)}{unit})"
     ratio = d.ratio
     head = f"{ratio:.0f}x baseline" if ratio >= 2 else f"up {100 * (ratio - 1):.0f}%"
-    return f"{d.metric} {head} ({_num(d.value)}{d.unit and ' ' + d.unit})"
+    return f"{d.metric} {head} ({_num(d.value)}{unit})"
 
 
 def render_signature(anomaly: Anomaly, capacity: Mapping[str, float] | None = None) -> str:

@@ -313,3 +313,35 @@ def test_a_client_that_closes_its_end_still_gets_every_answer(tmp_path: Path) ->
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["id"] for a in answers] == [1, 3], done.stderr
     assert "result" in answers[1] or "error" in answers[1]
+
+
+def test_a_cancelled_request_is_not_waited_for_at_the_end_of_input() -> None:
+    """The client cancelled it, so the SDK server sends no answer: the end of input is passed
+    on at once, not after DRAIN_S."""
+    import anyio
+
+    class Lines:
+        def __init__(self, lines: list[bytes]) -> None:
+            self.lines = lines
+
+        def readline(self) -> bytes:
+            return self.lines.pop(0) if self.lines else b""
+
+    call = request(7, "tools/call", {"name": "find_similar_incidents", "arguments": {}})
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "user"},
+    }
+    wire = Lines([json.dumps(m).encode() + b"\n" for m in (call, cancel)])
+    pending: set[str] = set()
+    inbound = stdio._Inbound(wire, [], pending)  # type: ignore[arg-type]
+    seen: list[str] = []
+
+    async def read_all() -> None:
+        with anyio.fail_after(5):  # DRAIN_S is 120
+            async for line in inbound:
+                seen.append(line)
+
+    anyio.run(read_all)
+    assert len(seen) == 2 and pending == set()

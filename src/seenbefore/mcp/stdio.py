@@ -244,6 +244,10 @@ class _Inbound:
         for message in _messages(line):
             if "method" in message and "id" in message:
                 self._pending.add(_key(message["id"]))
+            elif message.get("method") == "notifications/cancelled":  # no answer will come
+                params = message.get("params")
+                if isinstance(params, dict) and "requestId" in params:
+                    self._pending.discard(_key(params["requestId"]))
         return line.decode("utf-8", "replace")
 
 

@@ -309,3 +309,15 @@ def test_a_long_snippet_wraps_under_its_result_at_80_columns(monkeypatch) -> Non
     assert block[0].startswith("     summary: a bug") and block[1].startswith("     ")
     assert all(len(x) <= 80 and x == x.rstrip() for x in block)
     assert "for 22 minutes [/] again." in " ".join(" ".join(block).split())
+
+
+def test_no_option_name_is_cut_at_80_columns() -> None:
+    """`search --help` showed "--include-superse…  --no-include-sup…" and `eval --help`
+    "--no-fail-on-regre…": a flag a person cannot read whole cannot be typed."""
+    root = typer.main.get_command(app)
+    cut = []
+    for path in _commands(root):
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, (path, result.output)
+        cut += [(path, m) for m in re.findall(r"--[\w-]+…", result.output)]
+    assert cut == []

@@ -113,9 +113,12 @@ def eval_command(
     history: Annotated[
         Path | None, typer.Option(help="history JSONL (default in SEENBEFORE_HOME)")
     ] = None,
-    compare: Annotated[bool, typer.Option(help="flag regressions against the last run")] = False,
+    # one name each, no --no- twins: at 80 columns "--no-fail-on-regression" was cut short
+    compare: Annotated[
+        bool, typer.Option("--compare", help="flag regressions against the last run")
+    ] = False,
     fail_on_regression: Annotated[
-        bool, typer.Option(help="exit 1 when --compare flags any")
+        bool, typer.Option("--fail-on-regression", help="exit 1 when --compare flags any")
     ] = False,
     tolerance: Annotated[float, typer.Option(help="allowed drop before a metric regresses")] = 0.02,
     seed: Annotated[int, typer.Option(help="seed of the fit / held-out split")] = 0,

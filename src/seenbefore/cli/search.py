@@ -81,7 +81,10 @@ def search(
             "with p >= 0.5 (slugs: docs/postmortem-format.md)",
         ),
     ] = None,
-    include_superseded: Annotated[bool, typer.Option(help="also show superseded versions")] = False,
+    # one name, no --no- twin: at 80 columns the pair was cut to "--include-superse…"
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="also show superseded versions")
+    ] = False,
     mode: Annotated[str, typer.Option(help="hybrid | sparse | dense")] = "hybrid",
     dense_weight: Annotated[
         float | None, typer.Option(help="override the gate's dense weight (0..1) for this query")

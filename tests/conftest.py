@@ -25,6 +25,16 @@ SHARED = Path(os.environ.get("SEENBEFORE_SHARED", REPO.parent / "shared"))
 EXAMPLES = REPO / "examples" / "postmortems"
 
 
+def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A CLI test's environment: a new ``SEENBEFORE_HOME`` under ``tmp_path``, no tiers from
+    the caller's shell, and the LSA embedder (fast; MiniLM has its own tests). Returns the home."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEENBEFORE_HOME", str(home))
+    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
+    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")
+    return home
+
+
 def postmortem_text(
     doc_id: str = "INC-1",
     title: str = "Checkout errors from exhausted connection pool",

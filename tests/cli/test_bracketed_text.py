@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seenbefore.cli.app import app
-from tests.conftest import postmortem_text
+from tests.conftest import cli_home, postmortem_text
 
 runner = CliRunner()
 TITLE = "Router regex [/] dropped [error] lines"
@@ -19,9 +19,7 @@ BODY = "## Summary\nThe router regex [/] matched every [error] line and dropped 
 
 @pytest.fixture(autouse=True)
 def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
-    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")
+    cli_home(tmp_path, monkeypatch)
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "a.md").write_text(postmortem_text("RTR-1", title=f'"{TITLE}"', body=BODY))

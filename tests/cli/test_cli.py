@@ -11,17 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from seenbefore.cli.app import app
-from tests.conftest import EXAMPLES, postmortem_text
+from tests.conftest import EXAMPLES, cli_home, postmortem_text
 
 runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
-    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")  # fast; MiniLM has its own tests
-    return tmp_path / "home"
+    return cli_home(tmp_path, monkeypatch)
 
 
 def run(*args: str) -> dict:  # type: ignore[type-arg]

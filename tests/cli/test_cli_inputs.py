@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from seenbefore.cli.app import app
-from tests.conftest import postmortem_text
+from tests.conftest import cli_home, postmortem_text
 
 runner = CliRunner()
 BINARY = b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)) * 4  # not UTF-8 from byte 8 on
@@ -18,11 +18,9 @@ BINARY = b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)) * 4  # not UTF-8 fr
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
-    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")
+    home = cli_home(tmp_path, monkeypatch)
     monkeypatch.setenv("COLUMNS", "80")
-    return tmp_path / "home"
+    return home
 
 
 def invoke(*args: str) -> Result:

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seenbefore.cli.app import app
-from tests.conftest import postmortem_text
+from tests.conftest import cli_home, postmortem_text
 from tests.knowledge.test_failure_modes import TLS_POSTMORTEM
 
 runner = CliRunner()
@@ -19,9 +19,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
-    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")
+    cli_home(tmp_path, monkeypatch)
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "tls.md").write_text(TLS_POSTMORTEM)  # untyped

@@ -13,7 +13,7 @@ from seenbefore.cli.app import app
 from seenbefore.security.audit import AuditLog
 from seenbefore.security.tokens import TokenStore
 from seenbefore.storage.sqlite.store import SQLiteStore
-from tests.conftest import postmortem_text
+from tests.conftest import cli_home, postmortem_text
 
 runner = CliRunner()
 QUERY = "checkout errors, database connections at the pool limit, quokka"
@@ -21,10 +21,7 @@ QUERY = "checkout errors, database connections at the pool limit, quokka"
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SEENBEFORE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SEENBEFORE_TIERS", raising=False)
-    monkeypatch.setenv("SEENBEFORE_EMBEDDER", "lsa")
-    return tmp_path / "home"
+    return cli_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture

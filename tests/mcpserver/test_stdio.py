@@ -48,6 +48,22 @@ def never_built() -> Any:
     raise AssertionError("the front handed over for a message it should have answered")
 
 
+def run_mcp(
+    messages: list[dict[str, Any]], env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """A real ``seenbefore mcp`` given ``messages`` on stdin, which then closes; it must exit 0."""
+    cli = str(Path(sys.executable).with_name("seenbefore"))
+    return subprocess.run(
+        [cli, "mcp"],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+
+
 def test_the_front_knows_the_sdks_handshake_versions() -> None:
     assert stdio.HANDSHAKE_VERSIONS == mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -236,24 +252,9 @@ def test_cold_start_answers_before_loading_anything(tmp_path: Path) -> None:
     """A real ``seenbefore mcp`` on an empty model cache and a new home: the handshake and the
     tool list come back, and nothing was exported, opened or loaded to give them."""
     home, models = tmp_path / "home", tmp_path / "models"
-    env = {
-        **os.environ,
-        "SEENBEFORE_HOME": str(home),
-        "SEENBEFORE_MODEL_CACHE": str(models),
-    }
-    cli = str(Path(sys.executable).with_name("seenbefore"))
-    lines = [
-        json.dumps(m)
-        for m in (initialize("2025-06-18"), stdio.INITIALIZED, request(2, "tools/list"))
-    ]
-    done = subprocess.run(
-        [cli, "mcp"],
-        input="\n".join(lines) + "\n",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+    done = run_mcp(
+        [initialize("2025-06-18"), stdio.INITIALIZED, request(2, "tools/list")],
+        {"SEENBEFORE_HOME": str(home), "SEENBEFORE_MODEL_CACHE": str(models)},
     )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["id"] for a in answers] == [1, 2]
@@ -271,16 +272,9 @@ def test_a_stray_print_never_reaches_the_wire(tmp_path: Path) -> None:
     (site / "sitecustomize.py").write_text(
         "import atexit, os\natexit.register(lambda: os.write(1, b'stray bytes\\n'))\n"
     )
-    env = {**os.environ, "SEENBEFORE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(site)}
-    cli = str(Path(sys.executable).with_name("seenbefore"))
-    done = subprocess.run(
-        [cli, "mcp"],
-        input=json.dumps(initialize("2025-06-18")) + "\n",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+    done = run_mcp(
+        [initialize("2025-06-18")],
+        {"SEENBEFORE_HOME": str(tmp_path / "home"), "PYTHONPATH": str(site)},
     )
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1]
     assert "stray bytes" in done.stderr
@@ -290,25 +284,11 @@ def test_a_client_that_closes_its_end_still_gets_every_answer(tmp_path: Path) ->
     """A script that writes its requests and closes stdin (``printf ... | seenbefore mcp``) got
     the handshake back and nothing for its tool call: the SDK server stops serving when its
     input ends, and the call was still loading the knowledge base."""
-    env = {
-        **os.environ,
-        "SEENBEFORE_HOME": str(tmp_path / "home"),
-        "SEENBEFORE_EMBEDDER": "lsa",
-    }
-    cli = str(Path(sys.executable).with_name("seenbefore"))
     call = {"name": "find_similar_incidents", "arguments": {"query": POOL_QUERY, "k": 3}}
-    lines = [
-        json.dumps(m)
-        for m in (initialize("2025-06-18"), stdio.INITIALIZED, request(3, "tools/call", call))
-    ]
-    done = subprocess.run(
-        [cli, "mcp"],
-        input="\n".join(lines) + "\n",
-        env=env,
-        capture_output=True,
-        text=True,
+    done = run_mcp(
+        [initialize("2025-06-18"), stdio.INITIALIZED, request(3, "tools/call", call)],
+        {"SEENBEFORE_HOME": str(tmp_path / "home"), "SEENBEFORE_EMBEDDER": "lsa"},
         timeout=120,
-        check=True,
     )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["id"] for a in answers] == [1, 3], done.stderr

@@ -94,3 +94,16 @@ def test_search_text_output_marks_inferred_types() -> None:
     out = runner.invoke(app, ["search", "certificate expired TLS", "-k", "2"]).stdout
     line = next(ln for ln in out.splitlines() if "T-1" in ln)
     assert "certificate-expiry (inferred)" in line
+
+
+def test_a_stored_catch_all_type_is_shown_as_the_inferred_mode() -> None:
+    # a KB ingested before the validator set "uncategorized" aside still stores it; the failure
+    # mode ignores it, and the terminal says what the failure mode says, not the stored word
+    from seenbefore.cli.search import _kind
+
+    inferred = {"slug": "disk-full", "inferred": True, "known": True, "p": 0.9}
+    assert _kind("uncategorized", inferred) == "disk-full (inferred)"
+    assert (
+        _kind("oom", {"slug": "memory-leak", "inferred": False, "known": True, "p": 1.0}) == "oom"
+    )
+    assert _kind("", None) == "-"

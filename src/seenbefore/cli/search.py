@@ -244,8 +244,10 @@ def _indented(key: str, text: str, indent: int = 5) -> Text:
 
 
 def _kind(author: str, mode: Mapping[str, Any] | None) -> str:
-    """A result's type for the terminal: the author's, else the inferred mode marked so."""
-    if author or mode is None:
+    """A result's type for the terminal: the author's, else the inferred mode marked so (which
+    of the two: ``mode``, knowledge.failure_modes.failure_mode's, which also sets aside an author's
+    type that names none, such as "uncategorized")."""
+    if mode is None or not mode["inferred"]:
         return author or "-"
     if mode["known"]:
         return f"{mode['slug']} (inferred)"
@@ -289,7 +291,7 @@ def show(
         print_json({**meta, "body": pm.body})
         return
     table = Table.grid(padding=(0, 2))
-    shown = {**meta, "type": pm.type or mode.label()}  # the author's type, else marked inferred
+    shown = {**meta, "type": mode.label() if mode.inferred else pm.type}  # inferred: marked
     del shown["failure_mode"]
     for key, value in shown.items():
         if value not in (None, [], {}, ""):

@@ -78,13 +78,14 @@ class Investigator:
             sections = {s.key: s.text for s in pm.sections if s.key in EVIDENCE_SECTIONS}
             theirs = {normalise_signal(s) for s in pm.signals}
             seen = observed | {s for s in theirs if named_in(s, said)}
-            mode = None if pm.type else failure_mode(pm)
+            found = failure_mode(pm)  # it decides whether the author's type stands
+            mode = found if found.inferred else None
             items.append(
                 EvidenceItem(
                     doc_id=c.doc_id,
                     title=c.title,
                     date=c.date,
-                    type=c.type,
+                    type="" if mode else c.type,  # the author's, where it stands
                     status=c.status,
                     superseded_by=c.superseded_by,
                     access_tier=c.access_tier,

@@ -321,16 +321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     record["six_sigma_shift"] = shift = shift_runs(learning)
     record["six_sigma_of_the_pre_event_noise"] = noise = shift_runs(learning, of_the_noise=True)
     record["issue_step"] = step = issue_step(learning)
-    print(
-        f"6 sigma shift: found {shift['found']}/{shift['runs']}, within 2 points "
-        f"{shift['within_2_points']}, by delay {shift['by_delay']}, the same on the shortest "
-        f"window {shift['same_on_the_shortest_window']}"
-    )
-    print(
-        f"6 sigma of the pre-event noise: found {noise['found']}/{noise['runs']}, within 2 "
-        f"points {noise['within_2_points']}, by delay {noise['by_delay']}, the same on the "
-        f"shortest window {noise['same_on_the_shortest_window']}"
-    )
+    for name, runs in (("6 sigma shift", shift), ("6 sigma of the pre-event noise", noise)):
+        print(
+            f"{name}: found {runs['found']}/{runs['runs']}, within 2 points "
+            f"{runs['within_2_points']}, by delay {runs['by_delay']}, the same on the shortest "
+            f"window {runs['same_on_the_shortest_window']}"
+        )
     print(
         f"the issue's step: found where it began in {step['found_where_it_began']} of "
         f"{step['windows']} windows, {step['anomalies_before_it']} anomalies before it"

@@ -221,10 +221,10 @@ class _Inbound:
     the SDK server stops serving when its input ends, and requests it still held went
     unanswered (a script that writes a tool call and closes stdin got nothing back)."""
 
-    def __init__(self, wire: Wire, replay: list[bytes], pending: set[str] | None = None) -> None:
+    def __init__(self, wire: Wire, replay: list[bytes], pending: set[str]) -> None:
         self._wire = wire
         self._replay = list(replay)
-        self._pending = pending if pending is not None else set()
+        self._pending = pending  # Handoff.pending: _Outbound removes what it answers
 
     def __aiter__(self) -> _Inbound:
         return self

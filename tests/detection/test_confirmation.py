@@ -86,7 +86,15 @@ def test_a_one_point_blip_is_not_confirmed_with_sustain_two() -> None:
     twice = _run(x, [150])
     assert twice.anomalies == []  # the fire stays unconfirmed, and says why
     [fire] = twice.unconfirmed
-    assert fire["why"] == "load deviated on 1 point(s) only (needs |robust z| >= 4 on 2 points)"
+    assert fire["why"] == "load deviated on 1 point only (needs |robust z| >= 4 on 2 points)"
+
+
+def test_an_unconfirmed_fire_says_how_far_the_largest_move_went() -> None:
+    x = 100 + np.random.default_rng(1).normal(0, 1, 200)
+    x[150:156] += 1.0  # a small bump: never 4 robust z
+    [fire] = _run(x, [150]).unconfirmed
+    assert fire["why"].startswith("the largest move was load's, |robust z| ")
+    assert fire["why"].endswith(" (needs |robust z| >= 4 on 2 points)")
 
 
 def test_the_daily_ramp_is_not_an_anomaly_but_a_shift_is_and_starts_where_it_began() -> None:

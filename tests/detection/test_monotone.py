@@ -175,7 +175,7 @@ def test_an_unconfirmed_fire_says_why() -> None:
     outcomes = [o for t, v in enumerate(values) for o in confirmer.update([v], scores[t], t)]
     [fire] = [o for o in outcomes if isinstance(o, Unconfirmed)]
     assert fire.start == 20 and fire.end == 30  # closed after 10 quiet points
-    assert fire.why == "load deviated on 1 point(s) only (needs |robust z| >= 4 on 2 points)"
+    assert fire.why == "load deviated on 1 point only (needs |robust z| >= 4 on 2 points)"
 
 
 # -- the property, over random series -----------------------------------------------------------

@@ -610,12 +610,15 @@ class Confirmer:
         parts = []
         for j, m in enumerate(self.metrics):
             if event.hits[j]:
-                parts.append(f"{m} deviated on {event.hits[j]} point(s) only")
+                n = event.hits[j]
+                parts.append(f"{m} deviated on {n} point{'' if n == 1 else 's'} only")
             elif event.yesterday[j]:
                 parts.append(f"{m} moved, but no further than a day earlier")
         if not parts:
             j = int(np.argmax(event.largest))
-            parts.append(f"the largest move was {self.metrics[j]} at {_fmt(event.largest[j])}")
+            parts.append(
+                f"the largest move was {self.metrics[j]}'s, |robust z| {_fmt(event.largest[j])}"
+            )
         return f"{'; '.join(parts)} (needs {need})"
 
     # -- progress and state -------------------------------------------------------------------

@@ -321,3 +321,19 @@ def test_no_option_name_is_cut_at_80_columns() -> None:
         assert result.exit_code == 0, (path, result.output)
         cut += [(path, m) for m in re.findall(r"--[\w-]+…", result.output)]
     assert cut == []
+
+
+def test_detects_unconfirmed_fires_wrap_under_their_line_at_80_columns(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An unconfirmed fire's why ("...the largest move was\\nvalue's, |robust z| 3.3") wrapped
+    at column 0, out of its block; words with brackets print as written."""
+    from seenbefore.cli import detect
+
+    out = io.StringIO()
+    monkeypatch.setattr(detect, "console", Console(file=out, width=80, color_system=None))
+    why = "the largest move was value's, |robust z| 3.3 (needs |robust z| >= 4 on 2 points)"
+    fire = {"start": "2014-02-14T17:20:00", "service": "rds [/] cpu", "score": 1.0, "why": why}
+    detect._say_unconfirmed([fire, fire])
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "2 fires of the detector not confirmed as anomalies:"
+    assert len(lines) > 3 and all(x.startswith("     ") and len(x) <= 80 for x in lines[1:])
+    assert "rds [/] cpu score 1.00: " + why in " ".join(" ".join(lines[1:3]).split())

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from seenbefore.config import Settings, load_settings
 from seenbefore.errors import InputError
@@ -28,6 +30,19 @@ def print_wide(renderable: Any) -> None:
         console.print(renderable)
         return
     Console(file=console.file, width=LOG_WIDTH, highlight=False).print(renderable)
+
+
+def indented(text: str, key: str = "", indent: int = 5, style: str = "") -> Text:
+    """``key text`` wrapped to the terminal as a block under the line above it (a wrapped line
+    starts under the first, not at column 0), ``key`` dimmed, the whole in ``style``; the words
+    as written (never read as markup). Print it with ``soft_wrap=True``."""
+    pad = " " * indent
+    whole = f"{key} {text}" if key else text
+    lines = textwrap.wrap(whole, width=max(20, console.width - indent)) or [whole]
+    out = Text("\n".join(pad + line for line in lines), style=style)
+    if key:
+        out.stylize("dim", indent, indent + len(key))
+    return out
 
 
 JSON_SCHEMA_VERSION = 1

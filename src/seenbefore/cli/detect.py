@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from seenbefore.cli.common import console, counted, notify_router, print_json, settings
+from seenbefore.cli.common import console, counted, indented, notify_router, print_json, settings
 from seenbefore.cli.detect_live import LiveQuery, LiveRead, read_prometheus_source
 from seenbefore.detection.pipeline import DetectionParams, DetectionReport, detect, report_json
 from seenbefore.detection.rules import load_rules
@@ -174,13 +174,16 @@ def detect_command(
             f"[{SEVERITY_STYLE.get(a.severity or '', '')}]{a.severity}[/] {a.start:%m-%d %H:%M} "
             f"score {a.score:.2f}{truth}  rules: {', '.join(a.rules) or '-'}"
         )
-        console.print(f"     {report.signatures[a.id]}", highlight=False, markup=False)
+        console.print(indented(report.signatures[a.id]), soft_wrap=True)
         if not simulated and not report.day_checked(a):
             console.print(
-                "     [dim](no day of this series before it: not compared with the same time a "
-                "day earlier, so a daily cycle's swing can look like this; a series a day "
-                "longer lets the rule check)[/]",
-                highlight=False,
+                indented(
+                    "(no day of this series before it: not compared with the same time a day "
+                    "earlier, so a daily cycle's swing can look like this; a series a day "
+                    "longer lets the rule check)",
+                    style="dim",
+                ),
+                soft_wrap=True,
             )
         if a.id in drafts:
             from seenbefore.cli.investigate import render_draft
@@ -212,10 +215,11 @@ def _say_unconfirmed(fires: list[dict[str, Any]]) -> None:
     for fire in fires[:SHOWN_FIRES]:
         start = dt.datetime.fromisoformat(fire["start"])
         console.print(
-            f"     {start:%m-%d %H:%M:%S} {fire['service']} score {fire['score']:.2f}: "
-            f"{fire['why']}",
-            highlight=False,
-            markup=False,
+            indented(
+                f"{start:%m-%d %H:%M:%S} {fire['service']} score {fire['score']:.2f}: "
+                f"{fire['why']}"
+            ),
+            soft_wrap=True,
         )
     if len(fires) > SHOWN_FIRES:
         console.print(f"     ... and {len(fires) - SHOWN_FIRES} more (--json lists them all)")
@@ -235,10 +239,11 @@ def _say_history(report: DetectionReport, since: str) -> None:
     )
     for a in report.history:
         console.print(
-            f"     in the history learned from (before the last {since}; not routed): "
-            f"{a.start:%m-%d %H:%M} {report.signatures[a.id]}",
-            highlight=False,
-            markup=False,
+            indented(
+                f"in the history learned from (before the last {since}; not routed): "
+                f"{a.start:%m-%d %H:%M} {report.signatures[a.id]}"
+            ),
+            soft_wrap=True,
         )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,12 +12,12 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 
 from seenbefore.cli.common import (
     caller_tiers,
     console,
     empty_store,
+    indented,
     open_kb,
     open_store,
     print_json,
@@ -219,7 +218,7 @@ def render_result(
         snippet = " ".join(c.snippet.split())
         if c.section_key == "metadata":
             snippet = "(matched its title, type, tags or signals)"
-        console.print(_indented(f"{c.section_key}:", snippet[:200]), soft_wrap=True)
+        console.print(indented(snippet[:200], f"{c.section_key}:"), soft_wrap=True)
     console.print(f"[dim]{legend(result.candidates)}[/]")
 
 
@@ -231,16 +230,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, dict):
         return "\n".join(f"{k}: {_cell(v)}" for k, v in value.items())
     return "-" if value is None else str(value)
-
-
-def _indented(key: str, text: str, indent: int = 5) -> Text:
-    """``key text`` wrapped to the terminal as a block under the result line (a wrapped line
-    starts under the first, not at column 0), ``key`` dimmed; the words as written."""
-    pad = " " * indent
-    lines = textwrap.wrap(f"{key} {text}", width=max(20, console.width - indent)) or [key]
-    out = Text("\n".join(pad + line for line in lines))
-    out.stylize("dim", indent, indent + len(key))
-    return out
 
 
 def _kind(author: str, mode: Mapping[str, Any] | None) -> str:

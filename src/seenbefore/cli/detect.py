@@ -216,8 +216,7 @@ def _say_unconfirmed(fires: list[dict[str, Any]]) -> None:
         start = dt.datetime.fromisoformat(fire["start"])
         console.print(
             indented(
-                f"{start:%m-%d %H:%M:%S} {fire['service']} score {fire['score']:.2f}: "
-                f"{fire['why']}"
+                f"{start:%m-%d %H:%M:%S} {fire['service']} score {fire['score']:.2f}: {fire['why']}"
             ),
             soft_wrap=True,
         )

@@ -337,3 +337,20 @@ def test_detects_unconfirmed_fires_wrap_under_their_line_at_80_columns(monkeypat
     assert lines[0] == "2 fires of the detector not confirmed as anomalies:"
     assert len(lines) > 3 and all(x.startswith("     ") and len(x) <= 80 for x in lines[1:])
     assert "rds [/] cpu score 1.00: " + why in " ".join(" ".join(lines[1:3]).split())
+
+
+def test_a_no_precedent_search_asks_for_a_glance_not_a_ruling(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ "none of them a match" ruled out what the verdict only scored low: on the replays a real
+    recurrence ranked first is told "no precedent" 10-15 % of the time (verdict_states.md)."""
+    from dataclasses import replace
+
+    from seenbefore.cli import search
+    from seenbefore.core.confidence import NONE
+
+    out = io.StringIO()
+    monkeypatch.setattr(search, "console", Console(file=out, width=80, color_system=None))
+    search.render_result(replace(_result(), verdict=NONE, confidence=0.05))
+    said = out.getvalue()
+    assert "none scored as a match; read before ruling out" in said
+    assert "none of them a match" not in said
+    assert all(len(line) <= 80 for line in said.splitlines())

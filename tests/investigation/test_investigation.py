@@ -236,7 +236,7 @@ def test_a_no_precedent_draft_lists_the_nearest_marked_not_matching() -> None:
     found = evidence(item("INC-1"), item("INC-2"), item("INC-3"), item("INC-4"), novel=True)
     draft = OfflineReporter().draft(found)
     assert draft.novel and draft.verdict == "no precedent" and draft.cited_incidents == []
-    assert "listed for reference and not matching: INC-1" in draft.hypothesis
+    assert "listed for reference and not scored as matching: INC-1" in draft.hypothesis
     assert "INC-3" in draft.hypothesis and "INC-4" not in draft.hypothesis  # the nearest three
 
 

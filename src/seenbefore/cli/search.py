@@ -203,7 +203,9 @@ def render_result(
         soft_wrap=True,
     )
     if result.verdict == NONE:
-        console.print("[dim]the nearest postmortems, none of them a match:[/]")
+        console.print(
+            "[dim]the nearest postmortems (none scored as a match; read before ruling out):[/]"
+        )
     for rank, c in enumerate(result.candidates, 1):
         when = c.date.isoformat() if c.date else "undated"
         stale = (

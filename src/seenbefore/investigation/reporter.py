@@ -214,7 +214,7 @@ class OfflineReporter:
         nearest = evidence.items[:3]
         near = (
             (
-                " The nearest postmortems, listed for reference and not matching: "
+                " The nearest postmortems, listed for reference and not scored as matching: "
                 + "; ".join(f"{i.doc_id} ({_title(i, flagged)})" for i in nearest)
                 + f" (p_precedent {evidence.confidence:.2f})."
             )
@@ -229,14 +229,18 @@ class OfflineReporter:
                 f'"{searched.get("query", "")}" (searched with {searched.get("mode")} retrieval).'
                 + near
                 + (f" Why: {evidence.novel_reason}." if evidence.novel_reason else "")
-                + " Treat this as a new kind of incident."
+                + " Unless one of the nearest turns out to be the same failure when read, treat "
+                "this as a new kind of incident."
             ),
             cited_incidents=[],
             confidence=evidence.confidence,
             confidence_label=label(evidence.confidence),
             novel=True,
             verdict=NONE,
-            missing_information=["any earlier incident of this kind (none is recorded)"],
+            missing_information=[
+                "an earlier incident of this kind (none of the nearest scored as one; a glance "
+                "at them confirms it)"
+            ],
             withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )

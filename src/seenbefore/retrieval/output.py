@@ -2,7 +2,7 @@
 API's ``SearchOut``, so the two never drift apart. ``verdict`` (one of core.confidence.VERDICTS)
 comes from ``p_precedent`` alone through ``thresholds``; ``confidence`` is the same number under
 its older name, and ``novel`` is true exactly when the verdict is "no precedent" (the results
-are then the nearest postmortems, none of them a match). Each result's ``type`` is the author's,
+are then the nearest postmortems, none scored as a match). Each result's ``type`` is the author's,
 as written; ``failure_mode`` ({slug, inferred, p, known}: seenbefore.knowledge.failure_modes) is
 the author's type or the mode inferred from the text, null where the caller gave none."""
 

@@ -13,6 +13,7 @@ from seenbefore.core.confidence import (
     brier,
     expected_calibration_error,
     label,
+    verdict,
 )
 
 MODEL = ConfidenceModel(
@@ -109,3 +110,23 @@ def test_one_shared_word_is_no_evidence_of_a_precedent() -> None:
     assert verdict(0.9, 0.2, 0.6, shared=2) == FOUND
     assert verdict(0.9, 0.2, 0.6, shared=1) == POSSIBLE  # "capital of australia" vs Sydney
     assert verdict(0.1, 0.2, 0.6, shared=1) == "no precedent"  # the low end is p's alone
+
+
+def test_the_confidence_word_never_contradicts_the_verdict() -> None:
+    """Fixed quarters called a "no precedent" at p 0.55 "medium" where a KB's lo is 0.6, and
+    a "possible" at 0.8 "high" (38 and 124 such answers on the AWS replay)."""
+    lo, hi = 0.6, 0.85
+    for p in [i / 100 for i in range(101)]:
+        said = verdict(p, lo, hi)
+        word = label(p, lo, hi)
+        assert word in {FOUND: ("high",), POSSIBLE: ("low", "medium"), NONE: ("very low",)}[said]
+    assert [label(p, lo, hi) for p in (0.55, 0.7, 0.8, 0.9)] == [
+        "very low",
+        "low",
+        "medium",
+        "high",
+    ]
+    # a verdict moved by something other than p (too few shared words, a new kind of signal)
+    assert label(0.9, lo, hi, verdict=POSSIBLE) == "medium"
+    assert label(0.7, lo, hi, verdict=NONE) == "very low"
+    assert label(0.3, verdict=FOUND) == "high"

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from seenbefore.core.confidence import label
 from seenbefore.errors import ConfigError, SeenbeforeError
 from seenbefore.investigation.investigator import Evidence, EvidenceItem
 from seenbefore.investigation.llm import (
@@ -68,7 +69,7 @@ def evidence(*items: EvidenceItem, confidence: float = 0.7, novel: bool = False)
         ),
         items=items or (item(), item("INC-2")),
         confidence=confidence,
-        confidence_label="medium",
+        confidence_label=label(confidence),  # the search's word for its p
         novel=novel,
         searched={"query": "checkout p99 latency up 8x", "mode": "hybrid", "tiers": ["internal"]},
         gate={},

@@ -238,15 +238,40 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-def label(confidence: float) -> str:
-    """A word for a probability, for people."""
-    if confidence >= 0.75:
-        return "high"
-    if confidence >= 0.5:
-        return "medium"
-    if confidence >= 0.25:
-        return "low"
-    return "very low"
+LABELS: tuple[str, ...] = ("very low", "low", "medium", "high")
+_IN_VERDICT = {FOUND: ("high",), POSSIBLE: ("low", "medium"), NONE: ("very low",)}
+
+
+def label(
+    confidence: float,
+    lo: float | None = None,
+    hi: float | None = None,
+    verdict: str | None = None,
+) -> str:
+    """A word for ``p_precedent``, for people, that never contradicts the verdict beside it.
+
+    With the verdict's thresholds ``lo`` < ``hi``: "high" at or above ``hi``, "very low" at or
+    below ``lo``, between them "medium" in the upper half of the band and "low" in the lower.
+    Fixed quarters of [0, 1] read "no precedent" as "medium" where a knowledge base's ``lo`` is
+    above 0.5 (38 of 268 such verdicts on the AWS replay) and "possible" as "high" (124 of 507).
+    A ``verdict`` given (a search caps a p over ``hi`` at "possible" when the top document shares
+    too few words; an investigation may hold it there) moves the word into that verdict's range.
+    Without thresholds (a draft stored without them): the quarters, 0.75 / 0.5 / 0.25."""
+    if lo is None or hi is None or not lo < hi:
+        lo, mid, hi = 0.25, 0.5, 0.75
+        word = "high" if confidence >= hi else "medium" if confidence >= mid else "low"
+        word = word if confidence >= lo else "very low"
+    elif confidence >= hi:
+        word = "high"
+    elif confidence <= lo:
+        word = "very low"
+    else:
+        word = "medium" if confidence >= (lo + hi) / 2 else "low"
+    allowed = _IN_VERDICT.get(verdict or "")
+    if allowed and word not in allowed:
+        # the nearest word the verdict allows
+        word = min(allowed, key=lambda w: abs(LABELS.index(w) - LABELS.index(word)))
+    return word
 
 
 def expected_calibration_error(

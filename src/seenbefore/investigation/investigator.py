@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
+from seenbefore.core.confidence import FOUND, NONE, POSSIBLE, label
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.investigation.evidence import EVIDENCE_SECTIONS, Evidence, EvidenceItem
 from seenbefore.investigation.query import InvestigationRequest, named_in
@@ -131,7 +131,13 @@ class Investigator:
             request=request,
             items=tuple(items),
             confidence=result.confidence,
-            confidence_label=result.confidence_label,
+            # the search's word, moved into this verdict's range where the investigation moved
+            # the verdict (a new kind of signal, a "found" held at "possible")
+            confidence_label=(
+                result.confidence_label
+                if verdict == result.verdict
+                else label(result.confidence, *_band(result.confidence_model_fit), verdict)
+            ),
             novel=novel,
             novel_reason=reason,
             verdict=verdict,
@@ -237,3 +243,8 @@ def novel_reason(p: float, fit: ModelFit | None, key: str | None) -> str:
         f"p_precedent {p:.2f} is at or below {fit.lo:.2f}, the 'no precedent' threshold of "
         f"{model} that scored this query"
     )
+
+
+def _band(fit: ModelFit | None) -> tuple[float | None, float | None]:
+    """The verdict's thresholds a search was scored with, (None, None) when it says none."""
+    return (fit.lo, fit.hi) if fit is not None else (None, None)

@@ -371,7 +371,7 @@ class LLMReporter:
                 "cited_incidents": kept,
                 "withheld": withheld,
                 "confidence": confidence,
-                "confidence_label": label(confidence),
+                "confidence_label": evidence.confidence_label or label(confidence),
                 "novel": evidence.novel,
                 "verdict": evidence.verdict or ("no precedent" if evidence.novel else ""),
                 "drafted_by": drafted_by,

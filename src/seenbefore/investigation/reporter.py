@@ -200,7 +200,7 @@ class OfflineReporter:
             suggested_checks=checks,
             mitigations=mitigations,
             confidence=evidence.confidence,
-            confidence_label=label(evidence.confidence),
+            confidence_label=evidence.confidence_label or label(evidence.confidence),
             novel=False,
             verdict=verdict,
             missing_information=missing,
@@ -234,7 +234,7 @@ class OfflineReporter:
             ),
             cited_incidents=[],
             confidence=evidence.confidence,
-            confidence_label=label(evidence.confidence),
+            confidence_label=evidence.confidence_label or label(evidence.confidence),
             novel=True,
             verdict=NONE,
             missing_information=[

@@ -144,7 +144,9 @@ class HybridRetriever:
                 dict(self.gate.evidence),
             ),
             confidence=round(confidence, 4),
-            confidence_label=label(confidence),
+            confidence_label=(
+                label(confidence, model.lo, model.hi, verdict) if model else label(confidence)
+            ),
             novel=verdict == NONE,
             verdict=verdict,
             signals={name: round(v, 4) for name, v in signals.items()},

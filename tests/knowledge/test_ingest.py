@@ -146,9 +146,11 @@ def test_prune_removes_documents_whose_files_are_gone(
 def test_jsonl_needs_a_mapping(ingestor: Ingestor, write_doc: WriteDoc, kb_dir: Path) -> None:
     from seenbefore.errors import InputError
 
+    write_doc("a.md", "# Checkout down\n\n## Summary\nThe pool ran out.\n")
     write_doc("x.jsonl", '{"id": "A"}\n')
-    with pytest.raises(InputError, match="--map"):
+    with pytest.raises(InputError, match="--map .*nothing was ingested"):
         ingestor.ingest([kb_dir])
+    assert ingestor.store.list_ids() == []  # refused before a.md, which sorts first, was read
 
 
 def test_instructions_to_a_model_are_flagged_not_dropped(

@@ -117,6 +117,7 @@ class Ingestor:
         self.replace = replace
         self._refused = set()
         files = discover(paths)
+        self._check_mapping(files)
         report = IngestReport()
         known = self._known()
         superseded_before = set(self.store.superseded_ids())
@@ -159,14 +160,23 @@ class Ingestor:
             self._spellings.setdefault(doc_id.lower(), []).append(doc_id)
         return known
 
+    def _check_mapping(self, files: Sequence[Path]) -> None:
+        """Refuse a run holding JSONL without a field mapping before any file is read (the
+        error came after the files before it, whose progress said they were ingested)."""
+        if self.mapping is not None:
+            return
+        jsonl = [str(f) for f in files if f.suffix.lower() in JSONL_SUFFIXES]
+        if jsonl:
+            more = f" (and {len(jsonl) - 1} more JSONL files)" if len(jsonl) > 1 else ""
+            raise InputError(
+                f"{jsonl[0]}{more} is JSONL: give a field mapping with --map target=field,... "
+                "or a preset (--map graphrca, --map danluu); nothing was ingested"
+            )
+
     def _items(self, path: Path) -> Iterator[Postmortem | PostmortemInvalid]:
         source = str(path.resolve())
         if path.suffix.lower() in JSONL_SUFFIXES:
-            if self.mapping is None:
-                raise InputError(
-                    f"{path} is JSONL: give a field mapping with --map target=field,... or a "
-                    "preset (--map graphrca, --map danluu)"
-                )
+            self._check_mapping([path])
             yield from read_jsonl(path.resolve(), self.mapping, max_bytes=self.max_file_bytes)
             return
         try:

@@ -148,7 +148,7 @@ def test_jsonl_needs_a_mapping(ingestor: Ingestor, write_doc: WriteDoc, kb_dir: 
 
     write_doc("a.md", "# Checkout down\n\n## Summary\nThe pool ran out.\n")
     write_doc("x.jsonl", '{"id": "A"}\n')
-    with pytest.raises(InputError, match="--map .*nothing was ingested"):
+    with pytest.raises(InputError, match=r"--map .*nothing was ingested"):
         ingestor.ingest([kb_dir])
     assert ingestor.store.list_ids() == []  # refused before a.md, which sorts first, was read
 

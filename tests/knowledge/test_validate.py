@@ -137,3 +137,17 @@ def test_a_real_type_is_kept_as_the_author_wrote_it() -> None:
     pm = postmortem_from_markdown("x.md", postmortem_text(type="Hardware/Power Failures"))
     assert pm.type == "hardware-power-failures" and "type_as_written" not in pm.extra
     assert failure_mode(pm) == FailureMode("hardware-failure", inferred=False, p=1.0)
+
+
+def test_a_file_without_front_matter_is_told_the_front_matter_it_needs() -> None:
+    """A plain Markdown postmortem (no front matter, as many teams write them) was told only
+    that it lacks one; the reason now gives the least it needs, from the file itself."""
+    with pytest.raises(PostmortemInvalid) as caught:
+        postmortem_from_markdown(
+            "/pm/2024 checkout outage.md", "# Checkout outage #\n\n## Summary\nThe pool ran out.\n"
+        )
+    assert caught.value.reason.endswith(
+        "e.g. start it with '--- / id: 2024-checkout-outage / title: Checkout outage / "
+        "date: YYYY-MM-DD / ---' (one per line; docs/postmortem-format.md lists the optional "
+        "fields)"
+    )

@@ -154,7 +154,10 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
             "(the entry number, the document id or the file)"
         )
     if report.quarantined and not (report.added or report.updated or report.unchanged):
-        err_console.print(f"[red]nothing ingested[/]: all {len(report.quarantined)} quarantined")
+        n = len(report.quarantined)
+        err_console.print(
+            f"[red]nothing ingested[/]: {'it was' if n == 1 else f'all {n} were'} quarantined"
+        )
 
 
 @quarantine_app.callback(invoke_without_command=True)

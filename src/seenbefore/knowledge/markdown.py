@@ -30,6 +30,9 @@ class ParsedMarkdown:
     sections: tuple[Section, ...]
 
 
+NO_FRONT_MATTER = "no YAML front matter"
+
+
 class FrontMatterError(ValueError):
     """The file has no front matter, or it is not a YAML mapping."""
 
@@ -44,7 +47,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
                 "with only '---' after the last field"
             )
         raise FrontMatterError(
-            "no YAML front matter; the file must start with a '---' line, the fields, and '---'"
+            f"{NO_FRONT_MATTER}; the file must start with a '---' line, the fields, and '---'"
         )
     try:
         data = load_yaml(

@@ -8,11 +8,17 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from seenbefore.errors import PostmortemInvalid
 from seenbefore.knowledge.failure_taxonomy import NO_TYPE
-from seenbefore.knowledge.markdown import FrontMatterError, parse_markdown, split_sections
+from seenbefore.knowledge.markdown import (
+    NO_FRONT_MATTER,
+    FrontMatterError,
+    parse_markdown,
+    split_sections,
+)
 from seenbefore.types import DEFAULT_TIER, Postmortem, Section, Status
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -61,9 +67,27 @@ def postmortem_from_markdown(source: str, text: str) -> Postmortem:
     try:
         parsed = parse_markdown(text)
     except FrontMatterError as exc:
-        raise PostmortemInvalid(source, str(exc)) from exc
+        reason = str(exc)
+        if reason.startswith(NO_FRONT_MATTER):
+            reason += f"; e.g. start it with {_suggested_front_matter(source, text)}"
+        raise PostmortemInvalid(source, reason) from exc
     return build_postmortem(
         source, parsed.front_matter, parsed.body, parsed.sections, content_hash(text)
+    )
+
+
+def _suggested_front_matter(source: str, text: str) -> str:
+    """The least front matter ``text`` needs, on one line ('/' between its lines): an id from
+    the file's name, the title from its first heading, the date to fill in."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(source.partition("#L")[0]).stem).strip("-.")
+    heading = next(
+        (m.group(1) for m in re.finditer(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", text, re.MULTILINE)),
+        "what happened, in a line",
+    )
+    title = " ".join(heading.split())[:120]
+    return (
+        f"'--- / id: {stem or 'INC-1'} / title: {title} / date: YYYY-MM-DD / ---' (one per "
+        "line; docs/postmortem-format.md lists the optional fields)"
     )
 
 

@@ -66,6 +66,10 @@ def test_quarantine_list_retry_drop(tmp_path: Path) -> None:
     assert strict.exit_code == 1 and "quarantined" in strict.output
     entries = run("quarantine")["entries"]
     assert len(entries) == 1 and "expected YYYY-MM-DD" in entries[0]["reason"]
+    listed = runner.invoke(app, ["quarantine"], env={"COLUMNS": "80"}).output
+    # the time is whole, to the minute, in UTC (it was cut mid-number: "03:50:1" / "3+00:00")
+    minute = entries[0]["last_seen"][:16].replace("T", " ")
+    assert "last seen (UTC)" in listed and minute in listed
     still_bad = runner.invoke(app, ["quarantine", "retry", str(entries[0]["id"])])
     assert still_bad.exit_code == 1
     bad.write_text(postmortem_text("A"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -176,11 +177,25 @@ def quarantine_list(
         console.print("quarantine is empty")
         return
     table = Table(title=f"quarantine ({len(entries)})")
-    for col in ("id", "source", "reason", "attempts", "last seen"):
-        table.add_column(col, overflow="fold")
+    for col in ("id", "source", "reason", "attempts"):
+        table.add_column(col, overflow="fold", ratio=3 if col == "reason" else None)
+    table.add_column("last seen (UTC)", no_wrap=True)  # a timestamp cut mid-number misleads
     for e in entries:
-        table.add_row(str(e.id), escape(e.source), escape(e.reason), str(e.attempts), e.last_seen)
+        table.add_row(
+            str(e.id), escape(e.source), escape(e.reason), str(e.attempts), _minute(e.last_seen)
+        )
     console.print(table)
+
+
+def _minute(stamp: str) -> str:
+    """An ISO timestamp as ``YYYY-MM-DD HH:MM`` in UTC (as stored, when it does not parse)."""
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC)
+    return f"{when:%Y-%m-%d %H:%M}"
 
 
 EntryArgument = Annotated[

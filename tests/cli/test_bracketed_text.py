@@ -46,11 +46,15 @@ def test_bracketed_words_are_printed_not_read_as_markup(args: list[str]) -> None
 
 
 def test_the_review_queue_prints_them_too() -> None:
-    started = runner.invoke(app, ["review", "start", "router regex", "--severity", "SEV[/]2"])
+    started = runner.invoke(
+        app, ["review", "start", "router regex [/] routes", "--severity", "SEV[/]2"]
+    )
     assert started.exit_code == 0, started.output
     listed = runner.invoke(app, ["review", "list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0, listed.output
     assert "SEV[/]2" in listed.output
+    # each row names what it is about (every "no precedent" draft's summary is one sentence)
+    assert "router regex [/] routes" in listed.output
 
 
 def test_a_token_named_with_brackets_is_printed_once_and_listed() -> None:

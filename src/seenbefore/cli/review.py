@@ -38,6 +38,7 @@ review_app = typer.Typer(
 )
 JsonOption = Annotated[bool, typer.Option("--json")]
 MAX_LISTED = 1000  # reviews `review list` prints at most
+QUERY_SHOWN = 160  # characters of a review's alert or note in `review list`
 ACCOUNT_OPTIONS = {
     "root_cause": "--root-cause (what it was)",
     "resolution": "--resolution (what fixed it)",
@@ -139,7 +140,7 @@ def list_reviews(
     # summary a few letters a line and cut the id to "rev-d0d49…")
     table = Table(title=f"reviews ({status}): {len(reviews)}")
     table.add_column("id", no_wrap=True, min_width=max((len(r.id) for r in reviews), default=2))
-    table.add_column("severity · status · round · tier · p; summary")
+    table.add_column("severity · status · round · tier · p; the alert; the draft")
     for r in reviews:
         facts = " · ".join(
             (
@@ -150,7 +151,12 @@ def list_reviews(
                 f"p {r.draft['confidence']:.2f}" if "confidence" in r.draft else "p -",
             )
         )
-        table.add_row(r.id, escape(f"{facts}\n{r.draft.get('summary', '(drafting)')}"))
+        # what it is about, as the web queue shows it: every "no precedent" draft's summary
+        # is the same sentence, so the rows could not be told apart
+        asked = " ".join(str(r.request.get("display") or r.request.get("query") or "").split())
+        about = f"\n{asked[:QUERY_SHOWN]}{'…' if len(asked) > QUERY_SHOWN else ''}" if asked else ""
+        summary = r.draft.get("summary", "(drafting)")
+        table.add_row(r.id, escape(f"{facts}{about}\n{summary}"))
     console.print(table)
 
 

@@ -58,6 +58,7 @@ def test_review_commands_end_to_end(home: Path) -> None:
 
     code, out = run(home, "review", "show", review_id)
     assert code == 0 and "history" in out
+    assert f"{review_id} approved;" in out  # not "approved (approved)"
     # the history at 80 columns: times and actors whole, the dismissal's reason and note read
     history = out[out.index("history") :]
     assert "…" not in history and all(len(line) <= 80 for line in history.splitlines())

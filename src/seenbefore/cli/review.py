@@ -77,7 +77,7 @@ def _audit(workflow: ReviewWorkflow, principal: Principal, action: str, review: 
 
 def _summary(review: Review) -> None:
     state = review.status if review.status != "pending" else f"pending, round {review.round}"
-    if review.outcome:
+    if review.outcome and review.outcome != review.status:  # not "approved (approved)"
         state += f" ({review.outcome})"
     console.print(
         f"[bold]{review.id}[/] {state}; tier {review.access_tier}; severity "
@@ -145,7 +145,7 @@ def list_reviews(
         facts = " · ".join(
             (
                 r.severity or "-",
-                r.status + (f" ({r.outcome})" if r.outcome else ""),
+                r.status + (f" ({r.outcome})" if r.outcome not in (None, r.status) else ""),
                 f"round {r.round}",
                 r.access_tier,
                 f"p {r.draft['confidence']:.2f}" if "confidence" in r.draft else "p -",

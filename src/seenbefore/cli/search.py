@@ -228,7 +228,7 @@ def _cell(value: Any) -> str:
     """A front-matter value for people: a list as "a, b", extra fields as "key: value" lines
     (not a Python dict's repr)."""
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+        return ", ".join(str(v) for v in value) or "-"  # an empty list, as a null: "-"
     if isinstance(value, dict):
         return "\n".join(f"{k}: {_cell(v)}" for k, v in value.items())
     return "-" if value is None else str(value)

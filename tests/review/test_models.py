@@ -103,3 +103,22 @@ def test_an_approved_recurrence_of_an_untyped_precedent_takes_its_inferred_mode(
     assert approved({"inferred_slug": "cpu-saturation"}, DraftEdits(type="bad-deploy")) == (
         "bad-deploy"  # the reviewer's own type wins
     )
+
+
+def test_an_alerts_title_is_what_it_says_not_the_whole_query() -> None:
+    """The title repeated the alert's labels after its summary, and was cut with an ellipsis:
+    "HighErrorRate on payments-api: 5xx error rate anomaly on payments-api. HighErrorRate
+    (High Error…"."""
+    review = _review().model_copy(
+        update={
+            "request": {
+                "query": "5xx error rate anomaly on payments-api. HighErrorRate (High Error Rate)"
+                ". payments-api",
+                "labels": {"alertname": "HighErrorRate", "service": "payments-api"},
+            }
+        }
+    )
+    edits = DraftEdits(root_cause="a bad deploy of the API", resolution="rolled it back")
+    text = render(review, reviewer="a", edits=edits, access_tier="general", approved_at="t")
+    title = validate(text, "approved/PM-rev-1.md").title
+    assert title == "HighErrorRate on payments-api: 5xx error rate anomaly on payments-api"

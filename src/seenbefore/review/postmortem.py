@@ -40,7 +40,10 @@ def _title(review: Review) -> str:
     labels = request.get("labels") or {}
     if labels.get("alertname"):
         where = labels.get("service") or labels.get("job") or ""
-        base = f"{labels['alertname']}{' on ' + where if where else ''}: {request['query']}"
+        # the query joins the alert's summary, description and label words with ". ": the
+        # first of them is what the alert says (the whole repeated the alert and service)
+        said = str(request["query"]).split(". ", 1)[0]
+        base = f"{labels['alertname']}{' on ' + where if where else ''}: {said}"
     else:
         base = request.get("display") or request["query"]
     base = " ".join(str(base).split())

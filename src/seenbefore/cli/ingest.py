@@ -178,7 +178,7 @@ def quarantine_list(
         return
     table = Table(title=f"quarantine ({len(entries)})")
     for col in ("id", "source", "reason", "attempts"):
-        table.add_column(col, overflow="fold", ratio=3 if col == "reason" else None)
+        table.add_column(col, overflow="fold")
     table.add_column("last seen (UTC)", no_wrap=True)  # a timestamp cut mid-number misleads
     for e in entries:
         table.add_row(

@@ -6,8 +6,8 @@ Two kinds of draft cannot be approved as drafted:
 
 - **no precedent** (or a draft citing none): its text is the search's own account ("No postmortem
   among the 59 visible ... the nearest postmortems, listed for reference and not scored as
-  matching ..."); stored as a root cause it would rank for other incidents on the strength of those words, and
-  its neighbours' ids in a body read as links to them (calibration/labels.py);
+  matching ..."); stored as a root cause it would rank for other incidents on the strength of
+  those words, and its neighbours' ids in a body read as links to them (calibration/labels.py);
 - **dismissed, then kept**: the top precedent is one a reviewer dismissed in an earlier round
   (not enough evidence, right precedent but wrong cause): the same account was already judged
   wrong once.

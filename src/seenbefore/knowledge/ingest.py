@@ -177,6 +177,7 @@ class Ingestor:
         source = str(path.resolve())
         if path.suffix.lower() in JSONL_SUFFIXES:
             self._check_mapping([path])
+            assert self.mapping is not None  # _check_mapping refused the file without one
             yield from read_jsonl(path.resolve(), self.mapping, max_bytes=self.max_file_bytes)
             return
         try:

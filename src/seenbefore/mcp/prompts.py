@@ -31,7 +31,8 @@ infrastructure.
 2. Read verdict, p_precedent and thresholds before anything else:
    - "precedent found": the top hit very likely is a precedent.
    - "possible precedent — check": read the top hits before relying on them.
-   - "no precedent": treat the incident as new; do not force a match.
+   - "no precedent": likely new; glance at the top hits' titles before ruling one out, and \
+do not force a match.
 3. For the hits worth reading, call get_postmortem with sections ["detection", "root_cause", \
 "resolution"] and compare their detection with what the alert shows. similarity is relative \
 to the top hit, not a probability; matched_by says which retrievers ranked the hit within the \

@@ -38,7 +38,8 @@ from seenbefore.service.routers import search as search_route
 ADVISORY = (
     "Advisory only: a person decides. The verdict comes from p_precedent alone: 'possible "
     "precedent — check' means read the match before trusting it; with 'no precedent' the "
-    "results are only the nearest postmortems, so treat the incident as new."
+    "results are only the nearest postmortems, none scored as a match: glance at their titles "
+    "before treating the incident as new."
 )
 
 

@@ -7,6 +7,7 @@ score) to 336 (two weeks of one-minute points, 20,160 per metric)."""
 
 from __future__ import annotations
 
+import json
 import time
 import tracemalloc
 from pathlib import Path
@@ -167,3 +168,17 @@ def test_review_list_limit_out_of_range_is_refused(value: str) -> None:
 def test_search_recency_half_life_must_be_finite(value: str) -> None:
     args = ["search", "pool exhausted", "--recency-half-life", value, "--json"]
     refused(runner.invoke(app, args), "--recency-half-life", value)
+
+
+def test_watch_at_full_speed_still_plays_to_the_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At --speed 10000 a frame is 2,500 simulated minutes: the first step from 24:00 went past
+    a 30-hour run's end, so the memory leak that `detect` finds in it was never opened."""
+    monkeypatch.setattr(detect_cli.time, "sleep", lambda _: None)
+    found = runner.invoke(app, ["detect", "--scenario", "memory_leak", "--hours", "30", "--json"])
+    assert found.exit_code == 0 and len(json.loads(found.output)["anomalies"]) == 1
+    result = runner.invoke(
+        app, ["watch", "--scenario", "memory_leak", "--hours", "30", "--speed", "10000"]
+    )
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "1 anomaly opened" in result.output
+    assert "\n1 anomaly opened" in result.output  # on a line of its own, off a terminal

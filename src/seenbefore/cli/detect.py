@@ -377,11 +377,11 @@ def watch(
     router = notify_router() if notify else None
     routed: list[str] = []
     opened: set[str] = set()
-    minute = train
+    minute, last = train, len(telemetry.timestamps) - 1
     stride = max(1, int(speed / 4))
     try:
         with Live(console=console, refresh_per_second=4, transient=False) as live:
-            while minute < len(telemetry.timestamps):
+            while minute <= last:
                 now = telemetry.timestamps[minute]
                 for a in report.anomalies:
                     if a.start <= now and a.id not in opened:
@@ -397,13 +397,19 @@ def watch(
                             )
                         routed.append(f"{now:%H:%M} {a.severity} {a.service} -> {target}")
                 live.update(_frame(telemetry, report, minute, opened, routed))
-                minute += stride
+                if minute == last:
+                    break
+                # a stride past the end still shows the last minute: at --speed 2000 a 30-hour
+                # run stepped from 24:00 past its end and opened none of its anomalies
+                minute = min(last, minute + stride)
                 time.sleep(0.25)
     except KeyboardInterrupt:
         console.print("[dim]stopped[/]")
     finally:
         if router is not None:
             router.close()
+    if not console.is_terminal:
+        console.line()  # off a terminal Live's last frame ends without a line break
     console.print(
         f"{counted(len(opened), 'anomaly', 'anomalies')} opened; {len(routed)} routing decisions"
     )

@@ -168,6 +168,30 @@ def test_every_origin_scenario_is_detected_with_a_fitting_signature() -> None:
     assert all(a.severity in ("SEV1", "SEV2", "SEV3", "SEV4") for a in report.anomalies)
 
 
+def test_a_long_format_csv_with_a_service_column_is_one_series_per_service(
+    tmp_path: Path,
+) -> None:
+    """An export with a 'time' column and a 'service' column (several services in one file)
+    was refused: "no 'timestamp' column", and then "service is 'api', not a number"."""
+    csv = tmp_path / "export.csv"
+    csv.write_text(
+        "Time,service,cpu_utilization\n2026-01-01T00:00:00Z,api,40\n2026-01-01T00:00:00Z,db,70\n"
+        "2026-01-01T00:01:00Z,db,71\n2026-01-01T00:02:00Z,api,42\n"
+    )
+    t = read_csv(csv)
+    assert sorted(t.series) == ["api", "db"] and [ts.minute for ts in t.timestamps] == [0, 1, 2]
+    assert list(t.series["api"]["cpu_utilization"]) == [40.0, 40.0, 42.0]  # gap carried
+    assert list(t.series["db"]["cpu_utilization"]) == [70.0, 71.0, 71.0]
+    odd = tmp_path / "odd.csv"
+    odd.write_text("when,cpu\n2026-01-01T00:00:00Z,1\n")
+    with pytest.raises(InputError, match=r"no time column .*timestamp, time, ts"):
+        read_csv(odd)
+    named = tmp_path / "named.csv"
+    named.write_text("timestamp,host,cpu\n2026-01-01T00:00:00Z,db-1,1\n")
+    with pytest.raises(InputError, match="host is 'db-1', not a number; a column naming"):
+        read_csv(named)
+
+
 def test_readers_repair_or_refuse_bad_input(tmp_path: Path) -> None:
     good = tmp_path / "m.csv"
     good.write_text(

@@ -79,29 +79,48 @@ def _parse_time(text: object, where: str) -> dt.datetime:
 
 
 def _finish(points: dict[str, dict[dt.datetime, float]], service: str, source: str) -> Telemetry:
-    """Align metrics on the union of timestamps (sorted, duplicates averaged); gaps are filled by
-    carrying the last value forward (documented repair)."""
-    if not points or not any(points.values()):
+    """One service's metrics as Telemetry (:func:`_finish_services`)."""
+    return _finish_services({service: points}, source)
+
+
+def _finish_services(
+    by_service: Mapping[str, dict[str, dict[dt.datetime, float]]], source: str
+) -> Telemetry:
+    """Align every service's metrics on the union of timestamps (sorted, duplicates averaged);
+    gaps are filled by carrying the last value forward (documented repair), and a metric's
+    first value stands for the points before it."""
+    if not any(per for points in by_service.values() for per in points.values()):
         raise InputError(f"{source}: no data points")
-    times = sorted({t for per in points.values() for t in per})
-    series: dict[str, Array] = {}
-    for metric, per in points.items():
-        values, last = [], float("nan")
-        for t in times:
-            last = per.get(t, last)
-            values.append(last)
-        arr = np.asarray(values, dtype=np.float64)
-        first = np.flatnonzero(~np.isnan(arr))
-        if len(first):
-            arr[: first[0]] = arr[first[0]]
-        series[metric] = arr
-    return Telemetry(
-        times, {service: series}, {service: ServiceSpec(service, "unknown", "unknown")}
-    )
+    times = sorted({t for points in by_service.values() for per in points.values() for t in per})
+    series: dict[str, dict[str, Array]] = {}
+    for service, points in by_service.items():
+        for metric, per in points.items():
+            if not per:
+                continue
+            values, last = [], float("nan")
+            for t in times:
+                last = per.get(t, last)
+                values.append(last)
+            arr = np.asarray(values, dtype=np.float64)
+            first = np.flatnonzero(~np.isnan(arr))
+            if len(first):
+                arr[: first[0]] = arr[first[0]]
+            series.setdefault(service, {})[metric] = arr
+    specs = {service: ServiceSpec(service, "unknown", "unknown") for service in series}
+    return Telemetry(times, series, specs)
+
+
+# what a CSV's time column may be called (case aside), the first found is used; and the column
+# that, when present, names each row's service
+TIME_COLUMNS = ("timestamp", "time", "ts", "datetime", "date", "@timestamp")
+SERVICE_COLUMN = "service"
 
 
 def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
-    """CSV with a ``timestamp`` column and one column per metric (or ``metric,value`` rows)."""
+    """CSV with a time column (:data:`TIME_COLUMNS`: ``timestamp``, ``time``, ...) and one
+    column per metric, or ``metric,value`` rows; a ``service`` column splits the rows into
+    services (long format: several services in one file). Without one, the service is
+    ``service`` or the file's name."""
     text = read_text(path, what="telemetry CSV")
     try:
         rows = list(csv.DictReader(io.StringIO(text, newline="")))
@@ -116,21 +135,29 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
         raise InputError(
             f"{path}: empty file; expected a header with 'timestamp' and metric columns"
         )
-    if "timestamp" not in rows[0]:
+    named = {str(c).strip().lower(): c for c in rows[0] if c is not None}
+    when = next((named[n] for n in TIME_COLUMNS if n in named), None)
+    if when is None:
         shown = [str(c)[:40] for c in list(rows[0])[:10]]
-        raise InputError(f"{path}: no 'timestamp' column; columns are {shown}; add one")
-    points: dict[str, dict[dt.datetime, list[float]]] = {}
+        raise InputError(
+            f"{path}: no time column (one named {', '.join(TIME_COLUMNS)}); columns are "
+            f"{shown}; add one or rename yours"
+        )
+    by = named.get(SERVICE_COLUMN)
+    fallback = service or path.stem
+    points: dict[str, dict[str, dict[dt.datetime, list[float]]]] = {}
     for number, row in enumerate(rows, start=2):
         if None in row:
             raise InputError(
                 f"{path}:{number}: more fields than the header has columns; "
                 "give every row the same columns as the header"
             )
-        t = _parse_time(row["timestamp"], f"{path}:{number}")
+        t = _parse_time(row[when], f"{path}:{number}")
+        owner = (str(row[by] or "").strip() if by is not None else "") or fallback
         pairs = (
             [(row["metric"], row["value"])]
             if "metric" in row and "value" in row
-            else [(k, v) for k, v in row.items() if k != "timestamp"]
+            else [(k, v) for k, v in row.items() if k not in (when, by)]
         )
         for metric, raw in pairs:
             if raw in (None, ""):
@@ -140,15 +167,24 @@ def read_csv(path: Path, *, service: str | None = None) -> Telemetry:
             except ValueError:
                 raise InputError(
                     f"{path}:{number}: {str(metric)[:40]} is {raw[:40]!r}, not a number"
+                    + (
+                        "; a column naming each row's service must be called 'service'"
+                        if by is None
+                        else ""
+                    )
                 ) from None
             if not in_range(value):
                 raise InputError(
                     f"{path}:{number}: {str(metric)[:40]} is {raw[:40]!r}; the detector takes "
                     f"finite values within ±{MAX_MAGNITUDE:g}: rescale the unit or drop the row"
                 )
-            points.setdefault(str(metric), {}).setdefault(t, []).append(value)
-    averaged = {m: {t: float(np.mean(v)) for t, v in per.items()} for m, per in points.items()}
-    return _finish(averaged, service or path.stem, str(path))
+            per = points.setdefault(owner, {}).setdefault(str(metric), {})
+            per.setdefault(t, []).append(value)
+    averaged = {
+        owner: {m: {t: float(np.mean(v)) for t, v in per.items()} for m, per in metrics.items()}
+        for owner, metrics in points.items()
+    }
+    return _finish_services(averaged or {fallback: {}}, str(path))
 
 
 def parse_series(

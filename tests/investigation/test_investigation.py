@@ -230,6 +230,23 @@ def test_novel_draft_says_so_and_lists_what_was_searched(kb: KnowledgeBase) -> N
     assert draft.verdict == "no precedent"
 
 
+def test_an_empty_knowledge_base_is_nothing_to_compare_with_not_a_new_incident(
+    tmp_path: Path,
+) -> None:
+    """On an empty store the draft said "No postmortem among the 0 visible ... Why: p 0.00 is
+    at or below 0.17 ... Unless one of the nearest turns out to be the same failure": a
+    verdict drawn from nothing, and nearest postmortems that do not exist."""
+    with KnowledgeBase(Settings(home=tmp_path / "home", embedder="none")) as empty:
+        evidence = Investigator(empty, tiers=("general",)).investigate(
+            from_text("db cpu pegged at 100%")
+        )
+    draft = OfflineReporter().draft(evidence)
+    assert draft.novel and draft.cited_incidents == []
+    assert draft.summary.startswith("Nothing to compare with")
+    assert "says nothing about whether it happened before" in draft.hypothesis
+    assert "seenbefore ingest" in draft.hypothesis and "nearest" not in draft.hypothesis
+
+
 def test_a_no_precedent_draft_lists_the_nearest_marked_not_matching() -> None:
     from tests.investigation.test_llm_reporter import evidence, item
 

@@ -41,6 +41,8 @@ VERDICT_PROSE = (
     "In that incident",
     "Signals shared",
     "Treat this as a new kind",
+    "Nothing to compare with",
+    "says nothing about whether it happened before",
     "Not recorded at approval",
     "matched by",
 )

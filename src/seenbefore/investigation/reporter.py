@@ -212,6 +212,11 @@ class OfflineReporter:
     def _novel(self, evidence: Evidence, flagged: list[Flagged]) -> Draft:
         searched = evidence.searched
         nearest = evidence.items[:3]
+        tiers = ", ".join(searched.get("tiers", []))
+        if not nearest and searched.get("documents_visible") == 0:
+            # nothing was compared: an empty knowledge base (for these tiers) is no evidence
+            # that this is new, and no p says anything about it
+            return self._nothing_to_compare(evidence, flagged, tiers)
         near = (
             (
                 " The nearest postmortems, listed for reference and not scored as matching: "
@@ -221,16 +226,21 @@ class OfflineReporter:
             if nearest
             else ""
         )
+        unless = (
+            " Unless one of the nearest turns out to be the same failure when read, treat "
+            "this as a new kind of incident."
+            if nearest
+            else " Treat this as a new kind of incident."
+        )
         return Draft(
             summary=f"No precedent found in the knowledge base{_caveat(evidence)}.",
             hypothesis=(
                 f"No postmortem among the {searched.get('documents_visible', '?')} visible to tiers "
-                f"{', '.join(searched.get('tiers', []))} is a credible precedent for: "
+                f"{tiers} is a credible precedent for: "
                 f'"{searched.get("query", "")}" (searched with {searched.get("mode")} retrieval).'
                 + near
                 + (f" Why: {evidence.novel_reason}." if evidence.novel_reason else "")
-                + " Unless one of the nearest turns out to be the same failure when read, treat "
-                "this as a new kind of incident."
+                + unless
             ),
             cited_incidents=[],
             confidence=evidence.confidence,
@@ -240,7 +250,30 @@ class OfflineReporter:
             missing_information=[
                 "an earlier incident of this kind (none of the nearest scored as one; a glance "
                 "at them confirms it)"
+                if nearest
+                else "an earlier incident of this kind (none is recorded)"
             ],
+            withheld=[f.entry for f in flagged],
+            retrieval_trace=trace(evidence),
+        )
+
+    def _nothing_to_compare(self, evidence: Evidence, flagged: list[Flagged], tiers: str) -> Draft:
+        searched = evidence.searched
+        return Draft(
+            summary="Nothing to compare with: the knowledge base holds no postmortem these tiers "
+            "can see.",
+            hypothesis=(
+                f"The knowledge base holds no postmortem visible to tiers {tiers}, so nothing "
+                f'was compared with: "{searched.get("query", "")}". This says nothing about '
+                "whether it happened before. Ingest postmortems (seenbefore ingest DIR) or ask "
+                "with a tier that sees them, and investigate again."
+            ),
+            cited_incidents=[],
+            confidence=evidence.confidence,
+            confidence_label=evidence.confidence_label or label(evidence.confidence),
+            novel=True,
+            verdict=NONE,
+            missing_information=["postmortems to compare with (none is visible to these tiers)"],
             withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )

@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -343,6 +344,21 @@ def test_local_only_tiers_never_reach_a_host_not_allowed(serve: Serve) -> None:
     assert draft.retrieval_trace["llm"]["calls"] == 0
     allowed = LLMReporter(llm, allowed_hosts=["127.0.0.1"], local_only_tiers=["restricted"])
     assert allowed.draft(ev).cited_incidents == ["INC-1"] and len(server.requests) == 1
+
+
+def test_an_empty_knowledge_base_is_not_sent_to_the_model(serve: Serve) -> None:
+    """Nothing to compare with is nothing to draft from: the model would write a hypothesis
+    from the alert text alone."""
+    server, llm = serve([chat(answer())])
+    empty = replace(
+        evidence(novel=True),
+        items=(),
+        searched={"query": "db cpu pegged", "documents_visible": 0, "tiers": ["general"]},
+    )
+    draft = LLMReporter(llm).draft(empty)
+    assert server.requests == [] and draft.retrieval_trace["llm"]["calls"] == 0
+    assert draft.retrieval_trace["llm"]["rejection"] == "nothing-to-compare"
+    assert draft.summary.startswith("Nothing to compare with") and draft.novel
 
 
 def test_judge_parses_a_score(serve: Serve) -> None:

@@ -123,7 +123,15 @@ JUDGE_SCHEMA = {
     "required": ["score", "reason"],
 }
 # why a draft fell back to the offline reporter, by name (the trace's llm.rejection)
-REJECTIONS = ("local-only", "context", "validation", "truncated", "timeout", "call-failed")
+REJECTIONS = (
+    "local-only",
+    "nothing-to-compare",
+    "context",
+    "validation",
+    "truncated",
+    "timeout",
+    "call-failed",
+)
 
 
 class _Usage:
@@ -194,6 +202,12 @@ class LLMReporter:
 
     def draft(self, evidence: Evidence, *, today: dt.date | None = None) -> Draft:
         usage = _Usage(self.model)
+        if not evidence.items and evidence.searched.get("documents_visible") == 0:
+            reason = (
+                "the language model was not called: the knowledge base holds no postmortem "
+                "these tiers can see, so there is nothing to draft from"
+            )
+            return self._offline(evidence, today, usage, "nothing-to-compare", reason, skipped=True)
         blocked = sorted({i.access_tier for i in evidence.items} & set(self.local_only_tiers))
         if blocked and self.host not in self.allowed_hosts:
             reason = (

@@ -107,3 +107,20 @@ def test_a_stored_catch_all_type_is_shown_as_the_inferred_mode() -> None:
         _kind("oom", {"slug": "memory-leak", "inferred": False, "known": True, "p": 1.0}) == "oom"
     )
     assert _kind("", None) == "-"
+
+
+def test_type_finds_the_mode_the_text_names_under_an_authors_coarse_word(tmp_path: Path) -> None:
+    """graphrca files Azure's leap-day certificate outage under "Software": an author's word
+    that is no failure mode hid the mode its text names from `--type certificate-expiry`."""
+    coarse = tmp_path / "coarse"
+    coarse.mkdir()
+    tls = TLS_POSTMORTEM.replace("id: T-1", "id: T-2\ntype: Software")
+    (coarse / "tls2.md").write_text(tls)
+    assert runner.invoke(app, ["ingest", str(coarse)]).exit_code == 0
+    query = ("certificate expired TLS handshake", "-k", "5")
+    found = {r["id"] for r in run("search", *query, "--type", "certificate-expiry")["results"]}
+    assert found == {"T-1", "T-2"}
+    by_word = {r["id"] for r in run("search", *query, "--type", "software")["results"]}
+    assert by_word == {"T-2"}  # the author's word still passes a filter for itself
+    one = runner.invoke(app, ["search", *query, "--type", "software"]).stdout
+    assert " search, 1 result — " in one  # not "1 results"

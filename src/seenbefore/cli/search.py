@@ -16,6 +16,7 @@ from rich.table import Table
 from seenbefore.cli.common import (
     caller_tiers,
     console,
+    counted,
     empty_store,
     indented,
     open_kb,
@@ -30,7 +31,7 @@ from seenbefore.knowledge.failure_modes import (
     CONFIDENT,
     failure_mode,
     failure_modes_json,
-    matches,
+    has_mode,
     wanted_slug,
 )
 from seenbefore.knowledge.failure_taxonomy import taxonomy
@@ -161,7 +162,7 @@ def _of_type(store: Store, filters: SearchFilters, wanted: str) -> SearchFilters
     other: list[str] = []
     for start in range(0, len(ids), TYPE_BATCH):
         docs = store.documents_meta(ids[start : start + TYPE_BATCH])
-        other += [i for i, d in docs.items() if not matches(failure_mode(d.postmortem), slug)]
+        other += [i for i, d in docs.items() if not has_mode(d.postmortem, slug)]
     if len(other) == len(ids):
         known = (
             ""
@@ -198,7 +199,7 @@ def render_result(
             console.print("no matching postmortems (nothing shared enough words with the query)")
         return
     console.print(
-        f"[dim]{result.mode} search, {len(result.candidates)} results[/] — "
+        f"[dim]{result.mode} search, {counted(len(result.candidates), 'result', 'results')}[/] — "
         f"{verdict_markup(result.verdict)}, p_precedent {result.confidence:.2f}",
         soft_wrap=True,
     )

@@ -235,3 +235,21 @@ def matches(mode: FailureMode, wanted: str) -> bool:
     """Whether ``mode`` passes a type filter for ``wanted`` (a slug or alias): the author's type,
     or a confident inferred one, is that mode."""
     return mode.known and mode.slug == wanted_slug(wanted)
+
+
+def has_mode(pm: Postmortem, wanted: str) -> bool:
+    """Whether ``pm`` passes a type filter for ``wanted``: its failure mode :func:`matches`; or
+    its author wrote a word that is no failure mode of the taxonomy (graphrca's "Security",
+    danluu's "Config Errors", a team's own word) and its words confidently say ``wanted``. The
+    author's word still passes a filter for itself; it cannot hide the mode the text names
+    (Mozilla's expired certificate, filed under "Security", was not found by
+    ``--type certificate-expiry``)."""
+    mode = failure_mode(pm)
+    if matches(mode, wanted):
+        return True
+    if mode.inferred or mode.slug in taxonomy().slugs:
+        return False
+    inferred = (
+        classify_text(pm.title, postmortem_text(pm)) if not pm.content_hash else _inferred(pm)
+    )
+    return matches(inferred, wanted)

@@ -19,7 +19,7 @@ from typing import Any
 from seenbefore.errors import InputError
 from seenbefore.investigation.evidence import Evidence, EvidenceItem
 from seenbefore.investigation.query import from_text
-from seenbefore.knowledge.failure_modes import failure_mode, matches
+from seenbefore.knowledge.failure_modes import has_mode
 from seenbefore.limits import MAX_QUERY_CHARS
 from seenbefore.mcp import outputs, shaping
 from seenbefore.mcp.catalog import FindRelated, ListPostmortems, RecordFeedback
@@ -112,9 +112,7 @@ def list_postmortems(app: Ready, who: Caller, args: ListPostmortems) -> outputs.
         typed: set[str] = set()
         for start in range(0, len(ids), META_BATCH):
             meta = app.kb.store.documents_meta(ids[start : start + META_BATCH])
-            typed |= {
-                i for i, doc in meta.items() if matches(failure_mode(doc.postmortem), args.type)
-            }
+            typed |= {i for i, doc in meta.items() if has_mode(doc.postmortem, args.type)}
         chosen = [(day, d) for day, d in chosen if d in typed]
     chosen.sort(key=lambda item: item[1])
     chosen.sort(key=lambda item: item[0] or dt.date.min, reverse=True)  # newest, undated last

@@ -289,6 +289,10 @@ def test_stats_counts_the_authors_types_not_the_lack_of_one(tmp_path: Path) -> N
     }
     assert rows["types"] == "1"  # an untyped KB read "types 1": "(none)" counted as a type
     assert rows["without a type"] == "1 (failure mode inferred from the text)"
+    # a catch-all stored before the validator set it aside counts as none, as labels read it
+    from seenbefore.cli.admin import type_counts
+
+    assert type_counts({"dns-failure": 2, "uncategorized": 119, "(none)": 3}) == (1, 122)
 
 
 def test_a_long_snippet_wraps_under_its_result_at_80_columns(monkeypatch) -> None:  # type: ignore[no-untyped-def]

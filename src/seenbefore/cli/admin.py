@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ from seenbefore.cli.common import (
 )
 from seenbefore.cli.search import TierOption
 from seenbefore.errors import StoreError
+from seenbefore.knowledge.failure_taxonomy import NO_TYPE
 from seenbefore.storage.ports import AuditStore
 from seenbefore.storage.sqlite.restore import REFUSED, one_line
 
@@ -100,8 +102,8 @@ def stats(
         table.add_row(key, str(payload[key]))
     # the authors' types; documents without one ("(none)" in by_type) get an inferred failure
     # mode, which show and search mark (an untyped KB read "types 1")
-    untyped = s.by_type.get("(none)", 0)
-    table.add_row("types", str(len([t for t in s.by_type if t != "(none)"])))
+    types, untyped = type_counts(s.by_type)
+    table.add_row("types", str(types))
     if untyped:
         table.add_row("without a type", f"{untyped} (failure mode inferred from the text)")
     for key in (
@@ -265,3 +267,11 @@ def _file_sha256(path: Path) -> str:
             return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:
         return ""
+
+
+def type_counts(by_type: Mapping[str, int]) -> tuple[int, int]:
+    """(distinct authors' types, documents without one) from the store's count per stored type:
+    "(none)", and a catch-all stored before the validator set it aside ("uncategorized"), are
+    no type (their failure mode is inferred from the text)."""
+    none = {t for t in by_type if t == "(none)" or t in NO_TYPE}
+    return len(set(by_type) - none), sum(by_type[t] for t in none)

@@ -209,6 +209,11 @@ def failure_mode(pm: Postmortem) -> FailureMode:
     the features are read only when a postmortem is new or has changed."""
     if pm.type and pm.type not in NO_TYPE:  # stored before the validator dropped such a type
         return FailureMode(slug=taxonomy().canonical(pm.type), inferred=False, p=1.0)
+    return _from_words(pm)
+
+
+def _from_words(pm: Postmortem) -> FailureMode:
+    """The mode ``pm``'s words suggest, whatever its author wrote."""
     if not pm.content_hash:  # built in memory, never stored: nothing to key a cache on
         return classify_text(pm.title, postmortem_text(pm))
     return _inferred(pm)
@@ -239,17 +244,14 @@ def matches(mode: FailureMode, wanted: str) -> bool:
 
 def has_mode(pm: Postmortem, wanted: str) -> bool:
     """Whether ``pm`` passes a type filter for ``wanted``: its failure mode :func:`matches`; or
-    its author wrote a word that is no failure mode of the taxonomy (graphrca's "Security",
+    its author wrote a word that is no failure mode of the taxonomy (graphrca's "Software",
     danluu's "Config Errors", a team's own word) and its words confidently say ``wanted``. The
-    author's word still passes a filter for itself; it cannot hide the mode the text names
-    (Mozilla's expired certificate, filed under "Security", was not found by
-    ``--type certificate-expiry``)."""
+    author's word still passes a filter for itself, but it no longer hides the mode the text
+    names (Azure's leap-day certificate outage, filed under "Software", was not found by
+    ``--type certificate-expiry``). An author's word that is a mode, or an alias of one, stands."""
     mode = failure_mode(pm)
     if matches(mode, wanted):
         return True
     if mode.inferred or mode.slug in taxonomy().slugs:
         return False
-    inferred = (
-        classify_text(pm.title, postmortem_text(pm)) if not pm.content_hash else _inferred(pm)
-    )
-    return matches(inferred, wanted)
+    return matches(_from_words(pm), wanted)

@@ -45,6 +45,12 @@ def indented(text: str, key: str = "", indent: int = 5, style: str = "") -> Text
     return out
 
 
+def to_the_minute(stamp: str | None) -> str:
+    """A stored UTC stamp, ``2026-12-04T16:19:18+00:00``, as ``2026-12-04 16:19``: at 80
+    columns it wraps at the space, never inside a figure; "never" for none."""
+    return stamp[:16].replace("T", " ") if stamp else "never"
+
+
 JSON_SCHEMA_VERSION = 1
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +11,14 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from seenbefore.cli.common import console, err_console, open_kb, open_store, print_json
+from seenbefore.cli.common import (
+    console,
+    err_console,
+    open_kb,
+    open_store,
+    print_json,
+    to_the_minute,
+)
 from seenbefore.cli.progress import LineProgress, progress_bar
 from seenbefore.cli.security import record_write, tiers_by_id
 from seenbefore.errors import InputError, NotFoundError
@@ -182,20 +188,13 @@ def quarantine_list(
     table.add_column("last seen (UTC)", no_wrap=True)  # a timestamp cut mid-number misleads
     for e in entries:
         table.add_row(
-            str(e.id), escape(e.source), escape(e.reason), str(e.attempts), _minute(e.last_seen)
+            str(e.id),
+            escape(e.source),
+            escape(e.reason),
+            str(e.attempts),
+            to_the_minute(e.last_seen),
         )
     console.print(table)
-
-
-def _minute(stamp: str) -> str:
-    """An ISO timestamp as ``YYYY-MM-DD HH:MM`` in UTC (as stored, when it does not parse)."""
-    try:
-        when = dt.datetime.fromisoformat(stamp)
-    except ValueError:
-        return stamp
-    if when.tzinfo is not None:
-        when = when.astimezone(dt.UTC)
-    return f"{when:%Y-%m-%d %H:%M}"
 
 
 EntryArgument = Annotated[

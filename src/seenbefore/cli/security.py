@@ -18,6 +18,7 @@ from seenbefore.cli.common import (
     open_store,
     print_json,
     settings,
+    to_the_minute,
 )
 from seenbefore.errors import InputError
 from seenbefore.security.audit import AuditLog, AuditRecord
@@ -147,12 +148,6 @@ WIDE_TOKEN_TABLE = 100  # columns from which `token list` also shows when each w
 NAME_COLUMNS = 14  # a token's name kept whole up to this long at 80 columns
 
 
-def _when(stamp: str | None) -> str:
-    """``2026-12-04T16:19:18+00:00`` as ``2026-12-04 16:19`` (UTC, to the minute): at 80
-    columns it wraps at the space, never inside a figure."""
-    return stamp[:16].replace("T", " ") if stamp else "never"
-
-
 def token_table(infos: Sequence[TokenInfo], width: int) -> Table:
     """``token list`` that fits ``width`` columns (80 included): ids whole, no borders between
     columns, times to the minute (wrapping at the space, never inside a figure), one state
@@ -176,14 +171,14 @@ def token_table(infos: Sequence[TokenInfo], width: int) -> Table:
     table.add_column("last used", min_width=10)
     table.add_column("state", min_width=10)
     for t in infos:
-        state = f"[red]revoked {_when(t.revoked_at)}[/]" if t.revoked_at else "active"
+        state = f"[red]revoked {to_the_minute(t.revoked_at)}[/]" if t.revoked_at else "active"
         table.add_row(
             t.id,
             escape(t.name),  # the creator's words: "[/]" is not markup
             t.role,
             ", ".join(t.tiers),
-            *([_when(t.created_at)] if created else []),
-            _when(t.last_used_at),
+            *([to_the_minute(t.created_at)] if created else []),
+            to_the_minute(t.last_used_at),
             state,
         )
     return table

@@ -111,6 +111,15 @@ def split_sections(body: str) -> tuple[Section, ...]:
     return tuple(sections)
 
 
+def first_heading(text: str) -> str | None:
+    """The text of ``text``'s first Markdown heading (one inside a code fence is none)."""
+    lines = text.splitlines()
+    levels = _heading_levels(lines)
+    if not levels:
+        return None
+    return _HEADING.match(lines[min(levels)]).group(2).strip()  # type: ignore[union-attr]
+
+
 def _heading_levels(lines: list[str]) -> dict[int, int]:
     levels: dict[int, int] = {}
     in_fence = False

@@ -16,6 +16,7 @@ from seenbefore.knowledge.failure_taxonomy import NO_TYPE
 from seenbefore.knowledge.markdown import (
     NO_FRONT_MATTER,
     FrontMatterError,
+    first_heading,
     parse_markdown,
     split_sections,
 )
@@ -79,12 +80,8 @@ def postmortem_from_markdown(source: str, text: str) -> Postmortem:
 def _suggested_front_matter(source: str, text: str) -> str:
     """The least front matter ``text`` needs, on one line ('/' between its lines): an id from
     the file's name, the title from its first heading, the date to fill in."""
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(source.partition("#L")[0]).stem).strip("-.")
-    heading = next(
-        (m.group(1) for m in re.finditer(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", text, re.MULTILINE)),
-        "what happened, in a line",
-    )
-    title = " ".join(heading.split())[:120]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(source).stem).strip("-.")
+    title = " ".join((first_heading(text) or "what happened, in a line").split())[:120]
     return (
         f"'--- / id: {stem or 'INC-1'} / title: {title} / date: YYYY-MM-DD / ---' (one per "
         "line; docs/postmortem-format.md lists the optional fields)"

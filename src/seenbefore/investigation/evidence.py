@@ -58,3 +58,9 @@ class Evidence:
     signals: dict[str, float] = field(default_factory=dict)  # confidence inputs (top result)
     verdict: str = ""  # core.confidence.VERDICTS: "no precedent" exactly when novel
     confidence_model_key: str = ""  # which confidence model scored them (calibration labels)
+
+    @property
+    def compared_nothing(self) -> bool:
+        """No postmortem was visible to the caller's tiers: nothing was compared, so a "no
+        precedent" here says nothing about whether it happened before."""
+        return not self.items and self.searched.get("documents_visible") == 0

@@ -202,7 +202,7 @@ class LLMReporter:
 
     def draft(self, evidence: Evidence, *, today: dt.date | None = None) -> Draft:
         usage = _Usage(self.model)
-        if not evidence.items and evidence.searched.get("documents_visible") == 0:
+        if evidence.compared_nothing:
             reason = (
                 "the language model was not called: the knowledge base holds no postmortem "
                 "these tiers can see, so there is nothing to draft from"

@@ -213,67 +213,56 @@ class OfflineReporter:
         searched = evidence.searched
         nearest = evidence.items[:3]
         tiers = ", ".join(searched.get("tiers", []))
-        if not nearest and searched.get("documents_visible") == 0:
-            # nothing was compared: an empty knowledge base (for these tiers) is no evidence
-            # that this is new, and no p says anything about it
-            return self._nothing_to_compare(evidence, flagged, tiers)
-        near = (
-            (
+        query = searched.get("query", "")
+        if evidence.compared_nothing:
+            # an empty knowledge base (for these tiers) is no evidence that this is new, and
+            # no p says anything about it
+            summary = "Nothing to compare with: the knowledge base holds no postmortem these "
+            summary += "tiers can see."
+            hypothesis = (
+                f"The knowledge base holds no postmortem visible to tiers {tiers}, so nothing "
+                f'was compared with: "{query}". This says nothing about whether it happened '
+                "before. Ingest postmortems (seenbefore ingest DIR) or ask with a tier that sees "
+                "them, and investigate again."
+            )
+            missing = "postmortems to compare with (none is visible to these tiers)"
+        else:
+            summary = f"No precedent found in the knowledge base{_caveat(evidence)}."
+            near = (
                 " The nearest postmortems, listed for reference and not scored as matching: "
                 + "; ".join(f"{i.doc_id} ({_title(i, flagged)})" for i in nearest)
                 + f" (p_precedent {evidence.confidence:.2f})."
+                if nearest
+                else ""
             )
-            if nearest
-            else ""
-        )
-        unless = (
-            " Unless one of the nearest turns out to be the same failure when read, treat "
-            "this as a new kind of incident."
-            if nearest
-            else " Treat this as a new kind of incident."
-        )
-        return Draft(
-            summary=f"No precedent found in the knowledge base{_caveat(evidence)}.",
-            hypothesis=(
-                f"No postmortem among the {searched.get('documents_visible', '?')} visible to tiers "
-                f"{tiers} is a credible precedent for: "
-                f'"{searched.get("query", "")}" (searched with {searched.get("mode")} retrieval).'
+            hypothesis = (
+                f"No postmortem among the {searched.get('documents_visible', '?')} visible to "
+                f'tiers {tiers} is a credible precedent for: "{query}" (searched with '
+                f"{searched.get('mode')} retrieval)."
                 + near
                 + (f" Why: {evidence.novel_reason}." if evidence.novel_reason else "")
-                + unless
-            ),
-            cited_incidents=[],
-            confidence=evidence.confidence,
-            confidence_label=evidence.confidence_label or label(evidence.confidence),
-            novel=True,
-            verdict=NONE,
-            missing_information=[
+                + (
+                    " Unless one of the nearest turns out to be the same failure when read, "
+                    "treat this as a new kind of incident."
+                    if nearest
+                    else " Treat this as a new kind of incident."
+                )
+            )
+            missing = (
                 "an earlier incident of this kind (none of the nearest scored as one; a glance "
                 "at them confirms it)"
                 if nearest
                 else "an earlier incident of this kind (none is recorded)"
-            ],
-            withheld=[f.entry for f in flagged],
-            retrieval_trace=trace(evidence),
-        )
-
-    def _nothing_to_compare(self, evidence: Evidence, flagged: list[Flagged], tiers: str) -> Draft:
-        searched = evidence.searched
+            )
         return Draft(
-            summary="Nothing to compare with: the knowledge base holds no postmortem these tiers "
-            "can see.",
-            hypothesis=(
-                f"The knowledge base holds no postmortem visible to tiers {tiers}, so nothing "
-                f'was compared with: "{searched.get("query", "")}". This says nothing about '
-                "whether it happened before. Ingest postmortems (seenbefore ingest DIR) or ask "
-                "with a tier that sees them, and investigate again."
-            ),
+            summary=summary,
+            hypothesis=hypothesis,
             cited_incidents=[],
             confidence=evidence.confidence,
             confidence_label=evidence.confidence_label or label(evidence.confidence),
             novel=True,
             verdict=NONE,
-            missing_information=["postmortems to compare with (none is visible to these tiers)"],
+            missing_information=[missing],
             withheld=[f.entry for f in flagged],
             retrieval_trace=trace(evidence),
         )

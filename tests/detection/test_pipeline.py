@@ -260,3 +260,16 @@ def test_a_signature_against_a_zero_or_negative_baseline_has_no_ratio() -> None:
     down = MetricDeviation("temperature", "down", -12.0, -2.0, 5.0)
     assert describe(down) == "temperature down from -2 to -12"
     assert describe(MetricDeviation("rps", "up", 300.0, 100.0, 5.0)) == "rps 3x baseline (300)"
+
+
+def test_a_signature_keeps_small_values_apart() -> None:
+    # NAB's ec2_cpu_utilization_24ae8d idles at 0.066-0.134 %: its tick down read "value down
+    # 51% (0.1)", the value rounded to its baseline's first decimal
+    from seenbefore.detection.signature import describe
+
+    assert describe(MetricDeviation("value", "down", 0.066, 0.134, 9.0)) == "value down 51% (0.066)"
+    cpu = MetricDeviation("cpu_utilization", "up", 0.9, 0.134, 9.0)
+    assert describe(cpu) == "cpu_utilization 0.9% (baseline 0.13%)"
+    assert describe(MetricDeviation("latency", "up", 2.25, 1.0, 9.0, "s")) == (
+        "latency 2x baseline (2.2 s)"
+    )

@@ -16,11 +16,13 @@ KEY_METRICS = ("cpu_utilization", "memory_utilization", "error_rate", "p99_laten
 
 
 def _num(value: float) -> str:
-    if abs(value) >= 100:
-        return f"{value:.0f}"
+    """Whole numbers from 10, one decimal from 1, two significant digits below: a CPU idling
+    at 0.066 % read "0.1", and its baseline of 0.134 the same."""
     if abs(value) >= 10:
         return f"{value:.0f}"
-    return f"{value:.1f}".rstrip("0").rstrip(".")
+    if abs(value) >= 1 or value == 0:
+        return f"{value:.1f}".rstrip("0").rstrip(".")
+    return f"{value:.2g}"
 
 
 def describe(d: MetricDeviation, capacity: Mapping[str, float] | None = None) -> str:

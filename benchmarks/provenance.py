@@ -81,7 +81,12 @@ def finite(value: Any) -> Any:
 
 
 def write_results(path: Path, record: dict[str, Any]) -> Path:
-    """Write ``record`` as strict JSON (undefined metrics as null) and return the path."""
+    """Write ``record`` as strict JSON (undefined metrics as null) and return the path. With
+    ``SEENBEFORE_RESULTS_TO`` set (benchmarks/recheck.py) the file goes to that folder under its
+    own name instead, and the committed one is left as it is."""
+    elsewhere = os.environ.get("SEENBEFORE_RESULTS_TO")
+    if elsewhere:
+        path = Path(elsewhere) / path.name
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(finite(record), indent=2, allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")

@@ -22,7 +22,7 @@ import numpy as np
 from seenbefore.config import Settings
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.core.trust import FusionWeights, GateDecision
-from seenbefore.knowledge.failure_modes import failure_mode, ranked
+from seenbefore.knowledge.failure_modes import CONFIDENT, failure_mode, ranked
 from seenbefore.knowledge.ingest import ChunkingPolicy, Ingestor, IngestReport, Progress
 from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.limits import empty_reason
@@ -473,6 +473,8 @@ class KnowledgeBase:
 
 class _Modes:
     """The taxonomy's classifier (knowledge/failure_modes.py) as retrieval's ModeReader."""
+
+    confident = CONFIDENT
 
     def of_document(self, pm: Postmortem) -> tuple[str, float]:
         found = failure_mode(pm)

@@ -125,6 +125,29 @@ class GateReport:
 
 
 @dataclass(frozen=True)
+class ModeFirst:
+    """A search whose query named a failure mode with the classifier's confidence while sparse
+    was unsure of its top document: the documents of that mode (and of the query's other likely
+    modes, by how likely) among the first ``pool`` were moved up by up to ``weight`` of a first
+    place (retrieval/hybrid.py). ``documents``: how many of the pool are of ``mode`` itself."""
+
+    mode: str
+    p: float  # the query's probability of ``mode``
+    weight: float
+    pool: int
+    documents: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "p": self.p,
+            "weight": self.weight,
+            "pool": self.pool,
+            "documents": self.documents,
+        }
+
+
+@dataclass(frozen=True)
 class ModelFit:
     """Which confidence model scored a search: its verdict thresholds, held-out figures and
     the one line that says how the live model was fitted."""
@@ -223,6 +246,7 @@ class SearchResult:
     documents_visible: int = 0
     empty_because: str | None = None
     query_weights: QueryWeights | None = None  # how the query's words were weighed (hybrid)
+    mode_first: ModeFirst | None = None  # the query's failure mode moved its documents up
 
     @property
     def scored(self) -> bool:
@@ -252,6 +276,7 @@ class SearchResult:
         }
         if self.query_weights is not None:
             out["query_weights"] = self.query_weights.as_dict()
+        out["mode_first"] = self.mode_first.as_dict() if self.mode_first is not None else None
         if self.confidence_model_fit is not None:
             fit = self.confidence_model_fit
             out["confidence_model_fit"] = {

@@ -11,7 +11,7 @@ from rich.table import Table
 from seenbefore.cli.common import console
 from seenbefore.core.confidence import MIN_SHARED_WORDS, POSSIBLE
 from seenbefore.retrieval.hybrid import DENSE_VOTE_GAP
-from seenbefore.types import Candidate, Downweighted, QueryWeights, SearchResult
+from seenbefore.types import Candidate, Downweighted, ModeFirst, QueryWeights, SearchResult
 
 MATCHED_BY = {
     "sparse": "keywords (BM25) only",
@@ -52,6 +52,16 @@ def _weights_line(result: SearchResult) -> str:
     return line
 
 
+def _mode_line(first: ModeFirst) -> str:
+    """Why documents of one failure mode may stand above ones with more of the query's words."""
+    return (
+        f"[bold]failure mode[/]: the query reads as {first.mode} (p {first.p:.2f}) and sparse "
+        f"was unsure of its top document, so postmortems of that mode among the first "
+        f"{first.pool} ({first.documents} of them) moved up by up to {first.weight:g} of a first "
+        "place: a precedent is the same failure"
+    )
+
+
 def _signals_line(result: SearchResult) -> str:
     moving = {k: round(v, 4) for k, v in result.signals.items() if v}
     zero = sorted(k for k, v in result.signals.items() if not v)
@@ -86,6 +96,8 @@ def render_explain(result: SearchResult) -> None:
         state = "trusted" if gate.dense_trusted else "not trusted"
         console.print(f"\n[bold]gate[/]: dense {state}; {escape(gate.reason)}", soft_wrap=False)
     console.print(_weights_line(result))
+    if result.mode_first is not None:
+        console.print(_mode_line(result.mode_first))
     console.print(_signals_line(result))
     model = result.confidence_model_key or "-"
     console.print(f"[bold]model[/] {escape(model)}: {escape(str(result.confidence_model or '-'))}")

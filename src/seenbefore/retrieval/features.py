@@ -78,7 +78,10 @@ def top_document_signals(
 class ModeReader(Protocol):
     """Failure modes for the confidence signals (the knowledge base passes the taxonomy's
     classifier, knowledge/failure_modes.py): a document's mode when known (author's type, or a
-    confident inference) with its probability, and a query's distribution over modes."""
+    confident inference) with its probability, and a query's distribution over modes;
+    ``confident`` is the probability at which an inferred mode counts as known."""
+
+    confident: float
 
     def of_document(self, pm: Postmortem) -> tuple[str, float]: ...
 

@@ -24,6 +24,7 @@ from seenbefore.retrieval.corpus import CorpusIndex
 from seenbefore.retrieval.embedders import Embedder
 from seenbefore.retrieval.features import (
     ModeReader,
+    mode_lift,
     mode_signals,
     top_document_signals,
     type_consensus,
@@ -50,6 +51,7 @@ from seenbefore.types import (
     Candidate,
     GateReport,
     MatchedBy,
+    ModeFirst,
     Postmortem,
     RetrieverHit,
     SearchFilters,
@@ -61,6 +63,12 @@ __all__ = ["MODES", "HybridRetriever", "QueryPlan", "Scoring", "SearchOptions"]
 # second (log1p of standard deviations of the query's BM25 scores over the visible documents).
 # How the value was chosen: docs/decisions.md.
 DENSE_VOTE_GAP = 1.0
+# When the query names a failure mode with the classifier's confidence and sparse is unsure of its
+# top document (the dense vote's test), the documents of the query's likely modes among the first
+# MODE_POOL gain up to MODE_WEIGHT of a first place in one ranking (RRF units): a precedent is the
+# same failure (docs/decisions.md says how both were chosen).
+MODE_WEIGHT = 0.25
+MODE_POOL = 10
 # The confidence signals read the top four candidates (type_consensus, mode_match): every search
 # ranks at least this many, whatever k it shows.
 SIGNAL_DOCUMENTS = 4
@@ -100,6 +108,7 @@ class HybridRetriever:
         clock = time.perf_counter()
         weights = _fusion_weights(plan, rankings)
         fused = rrf(self._doc_rankings(rankings), k=plan.options.rrf_k, weights=weights)
+        fused, mode_first = self._mode_first(text, fused, plan, rankings.sparse)
         boosts = self._recency(fused, plan.options)
         final = {d: s * boosts.get(d, 1.0) for d, s in fused.items()}
         k = plan.options.k
@@ -158,6 +167,7 @@ class HybridRetriever:
             confidence_model_fit=fit,
             documents_visible=int(query.doc_mask.sum()),
             query_weights=query.weights,
+            mode_first=mode_first,
         )
 
     # -- steps ----------------------------------------------------------------------------
@@ -234,6 +244,40 @@ class HybridRetriever:
             return best
         whole = rank_documents(self.index, query, scores, options.depth)
         return whole if options.sparse_unit == "document" else both(self.index, whole, best)
+
+    def _mode_first(
+        self, text: str, fused: dict[str, float], plan: QueryPlan, sparse: Ranked | None
+    ) -> tuple[dict[str, float], ModeFirst | None]:
+        """``fused`` with the documents of the query's failure mode moved up among the first
+        ``MODE_POOL``, when a hybrid search's query names a mode with at least the reader's
+        ``confident`` probability and sparse is unsure of its top document (its gap at most
+        ``DENSE_VOTE_GAP``: a query whose words single out one document keeps it). A document
+        gains ``MODE_WEIGHT / (rrf_k + 1)`` times :func:`mode_lift` of the query's probability
+        of the document's mode (the author's type, or a confident inference); a document of no
+        known mode gains nothing. Otherwise ``fused`` as it was and None."""
+        if self.modes is None or plan.mode != "hybrid" or not fused:
+            return fused, None
+        if sparse is not None and sparse.gap is not None and sparse.gap > DENSE_VOTE_GAP:
+            return fused, None
+        posterior = self.modes.of_query(text)
+        if not posterior:
+            return fused, None
+        named, p = max(posterior.items(), key=lambda kv: (kv[1], kv[0]))
+        if p < self.modes.confident:
+            return fused, None
+        pool = ranked(fused)[:MODE_POOL]
+        metas = self.store.documents_meta(pool)
+        unit = MODE_WEIGHT / (plan.options.rrf_k + 1)
+        gains: dict[str, float] = {}
+        same = 0  # the pool's documents of the named mode itself
+        for doc in pool:
+            mode = self.modes.of_document(metas[doc].postmortem)[0] if doc in metas else ""
+            lift = mode_lift(float(posterior.get(mode, 0.0)), len(posterior)) if mode else 0.0
+            if lift > 0:
+                gains[doc] = unit * lift
+                same += mode == named
+        moved = {d: s + gains.get(d, 0.0) for d, s in fused.items()}
+        return moved, ModeFirst(named, round(p, 4), MODE_WEIGHT, MODE_POOL, same)
 
     def _doc_rankings(self, rankings: Rankings) -> dict[str, list[str]]:
         ids = self.index.doc_ids

@@ -9,12 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pytest
 
+from seenbefore.config import Settings
 from seenbefore.core.fusion import ranked, rrf
+from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import DENSE_VOTE_GAP, MODE_POOL, HybridRetriever
 from seenbefore.retrieval.plan import QueryPlan, Scoring, SearchOptions
 from seenbefore.retrieval.ranking import Ranked
-from seenbefore.types import Postmortem, StoredDocument
+from seenbefore.types import Postmortem, SearchFilters, StoredDocument
+from tests.conftest import EXAMPLES
 
 MODES = ("dns-failure", "memory-leak", *(f"m{i}" for i in range(26)))
 
@@ -112,3 +116,39 @@ def test_a_single_retriever_search_keeps_its_order() -> None:
         "q", dict(FUSED), plan, sparse(0.1)
     )
     assert moved == FUSED and first is None
+
+
+LEAK_QUERY = (
+    "Worker memory grew steadily over days until pods were OOM-killed; heap dumps showed an "
+    "unbounded cache of parsed messages"
+)
+
+
+def test_on_the_untyped_sample_kb_the_inferred_mode_puts_the_leaks_first(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """End to end, nothing typed: the sample KB without its ``type:`` lines (the types kept
+    aside as the labels), so the modes moved on are the classifier's inferences."""
+    root = tmp_path_factory.mktemp("untyped-modes")
+    labels = {}
+    folder = root / "docs"
+    folder.mkdir()
+    for path in EXAMPLES.glob("*.md"):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        front = lines[1 : lines.index("---\n", 1)]
+        field = dict(ln.split(":", 1) for ln in front if ":" in ln and not ln[0].isspace())
+        labels[field["id"].strip()] = field["type"].strip()
+        (folder / path.name).write_text(
+            "".join(ln for ln in lines if not ln.startswith("type:")), encoding="utf-8"
+        )
+    with KnowledgeBase(Settings(home=root / "home", embedder="none")) as kb:
+        kb.ingest([folder])
+        filters = SearchFilters(tiers=("general",))
+        plain = kb.search(LEAK_QUERY, filters, SearchOptions(k=4, mode="sparse"))
+        default = kb.search(LEAK_QUERY, filters, SearchOptions(k=4))
+    by_id = {c.doc_id: labels[c.doc_id] for c in (*plain.candidates, *default.candidates)}
+    assert "memory-leak" in [by_id[c.doc_id] for c in plain.candidates]
+    assert [by_id[c.doc_id] for c in plain.candidates] != ["memory-leak"] * 4  # before
+    assert [by_id[c.doc_id] for c in default.candidates] == ["memory-leak"] * 4
+    assert default.mode_first is not None and default.mode_first.mode == "memory-leak"
+    assert default.explain()["mode_first"]["documents"] >= 4

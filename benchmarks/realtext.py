@@ -38,7 +38,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from provenance import provenance
+from provenance import provenance, write_results
 from seenbefore.calibration.runs import CaseRun, timed_search
 from seenbefore.config import Settings
 from seenbefore.core.confidence import auroc, expected_calibration_error
@@ -470,9 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             show("sample-kb", results["sample-kb"])
             kb.close()
     record = {**provenance("benchmarks/realtext.py", argv), "sets": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
-    console.print(f"wrote {args.out}")
+    console.print(f"wrote {write_results(args.out, record)}")
     return 0
 
 

@@ -4,6 +4,7 @@ benchmark's write_results goes to the scratch folder, never over the committed f
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,23 @@ def test_results_go_to_the_scratch_folder_when_asked(
     assert json.loads((RESULTS / "learning_period.json").read_text())["command"].startswith(
         "python benchmarks/learning_period.py"
     )
+
+
+def test_every_rechecked_benchmark_writes_through_write_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A benchmark that wrote its file itself would overwrite the committed one during a
+    recheck (realtext.py did, until it was added here)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from recheck import checks
+
+    for name, command in checks(Path("shared")).items():
+        script = BENCHMARKS.parent / command[0]
+        source = script.read_text(encoding="utf-8")
+        # its own code, or a benchmarks/ module it imports (golden.py writes through selftest.py)
+        local = re.findall(r"^from (\w+) import", source, flags=re.M)
+        for module in local:
+            if (BENCHMARKS / f"{module}.py").is_file():
+                source += (BENCHMARKS / f"{module}.py").read_text(encoding="utf-8")
+        called = re.search(r"(?<!def )\bwrite_results\(", source)
+        assert called, f"{command[0]} writes {name} without write_results"

@@ -16,7 +16,7 @@ throughputs). It prints; it asserts nothing.
     python benchmarks/recheck.py [--shared ../shared/data] [--only a.json,b.json] [--quick]
 
 ``--quick`` skips the three slow ones (``verdict.json``, ``detect_history.json``,
-``realtext.json``: the quick run is about seven minutes on two cores, the whole about fifteen).
+``realtext.json``: the quick run is about eight minutes on two cores, the whole about fifteen).
 """
 
 from __future__ import annotations

@@ -52,10 +52,10 @@ from seenbefore.types import (
     GateReport,
     MatchedBy,
     ModeFirst,
-    Postmortem,
     RetrieverHit,
     SearchFilters,
     SearchResult,
+    StoredDocument,
 )
 
 __all__ = ["MODES", "HybridRetriever", "QueryPlan", "Scoring", "SearchOptions"]
@@ -94,7 +94,7 @@ class HybridRetriever:
         self.scoring = scoring
         self.confidence = scoring.model
         self.modes = modes
-        self._documents: dict[str, Postmortem] = {}
+        self._metas: dict[str, StoredDocument] = {}  # this search's documents, read once
 
     plan = staticmethod(plan_query)
 
@@ -122,7 +122,7 @@ class HybridRetriever:
         clock = time.perf_counter()
         signals = top_document_signals(self.index, query, rankings, top, plan.options.signals)
         if self.modes is not None:
-            shown = [self._documents[c.doc_id] for c in candidates[:SIGNAL_DOCUMENTS]]
+            shown = [self._metas[c.doc_id].postmortem for c in candidates[:SIGNAL_DOCUMENTS]]
             signals.update(mode_signals(self.modes, text, shown))
         else:
             signals["type_consensus"] = type_consensus(
@@ -266,7 +266,7 @@ class HybridRetriever:
         if p < self.modes.confident:
             return fused, None
         pool = ranked(fused)[:MODE_POOL]
-        metas = self.store.documents_meta(pool)
+        metas = self._documents_meta(pool)
         unit = MODE_WEIGHT / (plan.options.rrf_k + 1)
         gains: dict[str, float] = {}
         same = 0  # the pool's documents of the named mode itself
@@ -278,6 +278,14 @@ class HybridRetriever:
                 same += mode == named
         moved = {d: s + gains.get(d, 0.0) for d, s in fused.items()}
         return moved, ModeFirst(named, round(p, 4), MODE_WEIGHT, MODE_POOL, same)
+
+    def _documents_meta(self, ids: list[str]) -> dict[str, StoredDocument]:
+        """The store's metadata for ``ids`` (those it holds), each read once per search: the
+        failure-mode move and the candidates read overlapping documents."""
+        missing = [d for d in ids if d not in self._metas]
+        if missing:
+            self._metas.update(self.store.documents_meta(missing))
+        return {d: self._metas[d] for d in ids if d in self._metas}
 
     def _doc_rankings(self, rankings: Rankings) -> dict[str, list[str]]:
         ids = self.index.doc_ids
@@ -310,7 +318,7 @@ class HybridRetriever:
     ) -> list[Candidate]:
         """The top documents as candidates, each with its best chunk as the snippet."""
         sparse, dense, by_signals = _unpack(rankings)
-        metas = self.store.documents_meta(top)
+        metas = self._documents_meta(top)
         position = self.index.position
         chosen: dict[str, int] = {}
         hits: dict[str, dict[str, RetrieverHit]] = {}
@@ -335,7 +343,6 @@ class HybridRetriever:
                 continue
             stored = metas[doc]
             pm = stored.postmortem
-            self._documents[doc] = pm
             chunk = chunks[chosen[doc]]
             found = set(hits[doc]) - {"signals"}
             matched: MatchedBy = (

@@ -25,6 +25,18 @@ SHARED = Path(os.environ.get("SEENBEFORE_SHARED", REPO.parent / "shared"))
 EXAMPLES = REPO / "examples" / "postmortems"
 
 
+def untyped_examples(folder: Path) -> Path:
+    """The sample postmortems copied into ``folder`` (created) without their ``type:`` lines:
+    a knowledge base whose failure modes can only be inferred."""
+    folder.mkdir()
+    for path in EXAMPLES.glob("*.md"):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        (folder / path.name).write_text(
+            "".join(ln for ln in lines if not ln.startswith("type:")), encoding="utf-8"
+        )
+    return folder
+
+
 def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A CLI test's environment: a new ``SEENBEFORE_HOME`` under ``tmp_path``, no tiers from
     the caller's shell, and the LSA embedder (fast; MiniLM has its own tests). Returns the home."""

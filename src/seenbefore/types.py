@@ -138,13 +138,7 @@ class ModeFirst:
     documents: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "p": self.p,
-            "weight": self.weight,
-            "pool": self.pool,
-            "documents": self.documents,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from seenbefore.retrieval.identity import (
 )
 from seenbefore.retrieval.plan import SearchOptions, plan_query
 from seenbefore.types import SearchFilters
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, untyped_examples
 
 POOL_QUERY = (
     "payments-api (aws/us-east-1): db_connections_in_use at 100% of pool, p99 latency 8x "
@@ -190,23 +190,12 @@ def test_the_identity_weight_is_checked() -> None:
 
 
 # -- the sample knowledge base ------------------------------------------------------------------
-def _untyped(folder: Path) -> Path:
-    """The sample postmortems without their ``type:`` lines."""
-    folder.mkdir()
-    for path in EXAMPLES.glob("*.md"):
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        (folder / path.name).write_text(
-            "".join(ln for ln in lines if not ln.startswith("type:")), encoding="utf-8"
-        )
-    return folder
-
-
 @pytest.fixture(scope="module", params=["typed", "untyped"])
 def sample_kb(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KnowledgeBase]:
     root = tmp_path_factory.mktemp(f"sample-{request.param}")
-    docs = EXAMPLES if request.param == "typed" else _untyped(root / "docs")
+    docs = EXAMPLES if request.param == "typed" else untyped_examples(root / "docs")
     with KnowledgeBase(Settings(home=root / "home", embedder="none")) as kb:
         kb.ingest([docs])
         yield kb
@@ -247,7 +236,7 @@ def test_the_pool_alert_ranks_a_pool_exhaustion_first_with_minilm(
 ) -> None:
     if load_neural_embedder() is None:
         pytest.skip("MiniLM is not available here")
-    docs = EXAMPLES if typed else _untyped(tmp_path / "docs")
+    docs = EXAMPLES if typed else untyped_examples(tmp_path / "docs")
     with KnowledgeBase(Settings(home=tmp_path / "home", embedder="minilm")) as kb:
         kb.ingest([docs])
         result = kb.search(POOL_QUERY, SearchFilters(tiers=("general",)), SearchOptions(k=5))

@@ -14,11 +14,12 @@ import pytest
 from seenbefore.config import Settings
 from seenbefore.core.fusion import ranked, rrf
 from seenbefore.kb import KnowledgeBase
+from seenbefore.knowledge.validate import postmortem_from_markdown
 from seenbefore.retrieval.hybrid import DENSE_VOTE_GAP, MODE_POOL, HybridRetriever
 from seenbefore.retrieval.plan import QueryPlan, Scoring, SearchOptions
 from seenbefore.retrieval.ranking import Ranked
 from seenbefore.types import Postmortem, SearchFilters, StoredDocument
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, untyped_examples
 
 MODES = ("dns-failure", "memory-leak", *(f"m{i}" for i in range(26)))
 
@@ -130,17 +131,14 @@ def test_on_the_untyped_sample_kb_the_inferred_mode_puts_the_leaks_first(
     """End to end, nothing typed: the sample KB without its ``type:`` lines (the types kept
     aside as the labels), so the modes moved on are the classifier's inferences."""
     root = tmp_path_factory.mktemp("untyped-modes")
-    labels = {}
-    folder = root / "docs"
-    folder.mkdir()
-    for path in EXAMPLES.glob("*.md"):
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        front = lines[1 : lines.index("---\n", 1)]
-        field = dict(ln.split(":", 1) for ln in front if ":" in ln and not ln[0].isspace())
-        labels[field["id"].strip()] = field["type"].strip()
-        (folder / path.name).write_text(
-            "".join(ln for ln in lines if not ln.startswith("type:")), encoding="utf-8"
+    labels = {
+        pm.id: pm.type
+        for pm in (
+            postmortem_from_markdown(str(path), path.read_text(encoding="utf-8"))
+            for path in EXAMPLES.glob("*.md")
         )
+    }
+    folder = untyped_examples(root / "docs")
     with KnowledgeBase(Settings(home=root / "home", embedder="none")) as kb:
         kb.ingest([folder])
         filters = SearchFilters(tiers=("general",))

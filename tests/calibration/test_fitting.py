@@ -163,3 +163,33 @@ def test_when_the_two_rules_meet_lo_drops_to_where_cases_without_a_precedent_lie
     # "possible", where lo just under hi (0.49) told a person there was none
     assert model.verdict(0.46) == POSSIBLE
     assert model.verdict(0.05) == NONE
+
+
+def _scaled_rows(unit: float) -> list[Labelled]:
+    """Cases where a narrow signal (``mode_match`` in [0, unit]) decides the label and a wide
+    one (``covered_gap`` in [0, 3]) is noise; a few cases of each kind defy it."""
+    import random
+
+    rng = random.Random(7)
+    rows = []
+    for i in range(400):
+        right = i % 2 == 0
+        narrow = unit * (0.6 + 0.4 * rng.random() if right else 0.4 * rng.random())
+        if i % 20 == 0:  # a few exceptions keep the fit finite
+            narrow = unit - narrow
+        rows.append(
+            Labelled({"mode_match": narrow, "covered_gap": 3 * rng.random()}, right, "opening")
+        )
+    return rows
+
+
+def test_a_signal_with_a_small_range_gets_its_due_whatever_its_units() -> None:
+    # the penalty is on signals scaled to one spread: a signal that decides the label counts
+    # the same whether it runs to 0.3 or to 3 (unscaled, the narrow one was shrunk to a weight
+    # that left every case near the base rate)
+    narrow = fitting.fit(_scaled_rows(0.3), _scaled_rows(0.3), source="test").model
+    wide = fitting.fit(_scaled_rows(3.0), _scaled_rows(3.0), source="test").model
+    for model, unit in ((narrow, 0.3), (wide, 3.0)):
+        assert model.predict({"mode_match": 0.9 * unit, "covered_gap": 1.5}) > 0.8
+        assert model.predict({"mode_match": 0.1 * unit, "covered_gap": 1.5}) < 0.2
+    assert narrow.weights["mode_match"] == pytest.approx(10 * wide.weights["mode_match"], rel=1e-3)

@@ -78,7 +78,12 @@ MIN_STYLE = 10  # cases of a kind a style needs before it sets a threshold
 # when the two costs ask for one threshold (cases that separate cleanly, as simulated anomalies
 # do), lo is where at most this share of the cases with no precedent in the KB lie above it
 ABSENT_ABOVE = 0.05
-L2 = 0.01
+# the ridge penalty on signals scaled to unit spread (fit): chosen on the dev replays (the untyped
+# sample KB and the AWS events in date order, benchmarks/verdict.py) among 0.003-0.3; the
+# held-out log-loss on self-made cases preferred 0.1 on the sample KB and 0.003 on the AWS one,
+# where the smaller penalties doubled the false "no precedent" for real right tops
+# (docs/decisions.md)
+L2 = 0.3
 OFF_DOMAIN = "off-domain"
 # the shape of query each self-made style is (core/confidence.SHAPES); off-domain lines are
 # sentences. Other styles (labelled cases, people's labels) say nothing of their shape and
@@ -123,6 +128,18 @@ def _weights(rows: Sequence[Labelled]) -> np.ndarray[Any, np.dtype[np.float64]]:
     return scaled
 
 
+def _spread(
+    x: np.ndarray[Any, np.dtype[np.float64]], weights: np.ndarray[Any, np.dtype[np.float64]]
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Each column's weighted standard deviation (1 where a column does not vary)."""
+    mean = np.average(x, axis=0, weights=weights)
+    spread: np.ndarray[Any, np.dtype[np.float64]] = np.sqrt(
+        np.average((x - mean) ** 2, axis=0, weights=weights)
+    )
+    spread[spread <= 1e-12] = 1.0
+    return spread
+
+
 def fit(fit_rows: Sequence[Labelled], held_rows: Sequence[Labelled], *, source: str) -> Fit:
     """Fit on ``fit_rows``, set the operating point and report on ``held_rows`` (see the
     module doc). ValueError when the fit half lacks right or wrong top results."""
@@ -132,8 +149,15 @@ def fit(fit_rows: Sequence[Labelled], held_rows: Sequence[Labelled], *, source: 
         raise ValueError("a fit needs cases whose top result is a precedent and cases where not")
     x = np.array([[r.signals.get(f, 0.0) for f in names] for r in fit_rows], dtype=np.float64)
     weights = _weights(fit_rows)
-    coef, bias = fit_logistic_nonnegative(x, y, L2, sample_weight=weights)
-    model = ConfidenceModel({n: float(v) for n, v in zip(names, coef, strict=True)}, bias)
+    # the penalty weighs every signal on one scale: each column divided by its spread, the
+    # weights divided back after (as glmnet standardizes). Unscaled, the penalty crushed the
+    # signals with a small range -- ``mode_match`` is 0 on most cases and below 0.5 on nearly all
+    # self-made ones -- to a fraction of what the data asks (0.68 against 8.3 unpenalised on the
+    # sample KB's left-out cases), so a recurrence named by its failure mode never scored above
+    # one named by nothing
+    scale = _spread(x, weights)
+    coef, bias = fit_logistic_nonnegative(x / scale, y, L2, sample_weight=weights)
+    model = ConfidenceModel({n: float(v) for n, v in zip(names, coef / scale, strict=True)}, bias)
     raw = [model.raw(r.signals) for r in fit_rows]
     knots = isotonic_knots(raw, [int(r.right) for r in fit_rows], weights=weights.tolist())
     model = replace(model, calibration=knots, source=source)

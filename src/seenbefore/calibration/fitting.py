@@ -7,8 +7,9 @@ CASES``) and reviewers' decisions (review/labels.py).
    ``other``, ``off-domain``, ``labelled``, ``review``) and whether a precedent was in the KB
    for it at all.
 2. **Fit** on one half: a logistic model with non-negative weights over :data:`FEATURES`, every
-   style weighing the same (so no one style sets the level), recalibrated by isotonic
-   regression on the same half.
+   style weighing the same (so no one style sets the level), its ridge penalty on the signals
+   scaled to one spread (so a signal's units do not decide its weight), recalibrated by
+   isotonic regression on the same half.
 3. **Operating point** on the other half (:func:`operating_point`): ``lo`` the largest threshold
    at or below which at most ``FALSE_NONE`` of the queries whose precedent is ranked first fall
    (a false "no precedent" hides the answer: the costlier mistake), and at most ``FALSE_NONE``

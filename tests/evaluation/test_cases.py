@@ -4,7 +4,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seenbefore.calibration.fitting import L2
 from seenbefore.calibration.labelled import calibration_metrics, fit_confidence, mean_rr
 from seenbefore.calibration.logistic import fit_logistic_nonnegative
 from seenbefore.calibration.runs import CaseRun, fuse_offline, reciprocal_rank
@@ -69,10 +68,10 @@ def test_nonnegative_logistic_fit() -> None:
     rng = np.random.default_rng(0)
     x = rng.random((200, 2))
     y = (x[:, 0] + 0.1 * rng.standard_normal(200) > 0.5).astype(float)  # only feature 0 matters
-    w, b = fit_logistic_nonnegative(x, y, L2)
+    w, b = fit_logistic_nonnegative(x, y, 0.01)
     assert w[0] > 2 and w[1] >= 0 and b < 0
     # an anti-correlated feature cannot get a negative weight
-    w2, _ = fit_logistic_nonnegative(1 - x[:, :1], y, L2)
+    w2, _ = fit_logistic_nonnegative(1 - x[:, :1], y, 0.01)
     assert w2[0] == pytest.approx(0.0, abs=1e-6)
 
 

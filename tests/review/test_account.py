@@ -17,7 +17,7 @@ from seenbefore.types import SearchFilters
 from tests.review.conftest import ALL_TIERS, CERT
 
 OFF_TOPIC = "the office coffee machine descaling reminder keeps beeping"  # no precedent
-VAGUE = "latency up on the search service"  # possible precedent — check
+VAGUE = "some requests are slower than usual"  # possible precedent — check
 ACCOUNT = DraftEdits(
     root_cause="A descaling timer firmware bug repeated the reminder every minute.",
     resolution="Facilities flashed the vendor's firmware 2.4 onto the machine.",
@@ -114,8 +114,9 @@ def test_a_wrong_precedent_excluded_then_a_new_one_found_may_stand(
     """Dismissed, not kept: the next round names another precedent, approved as drafted."""
     review = workflow.start(from_text(CERT), principal=alice)
     again = workflow.dismiss(review.id, reviewer=alice, reason=DismissReason.WRONG_PRECEDENT)
-    assert again.draft["verdict"] == "possible precedent — check"
-    assert again.draft["cited_incidents"][0] != "INC-2021-007"
+    # the sample KB holds other certificate expiries: the next round finds one of them
+    assert again.draft["verdict"] == "precedent found"
+    assert again.draft["cited_incidents"][0] in ("INC-2023-020", "INC-2025-033")
     assert reason(again) is None
     assert workflow.approve(review.id, reviewer=alice).status == "approved"
 

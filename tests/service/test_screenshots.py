@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 DRAFTS = (  # (name, text, severity, verdict the sample KB gives it)
     ("found", "partner API TLS certificate expired, handshake failures", "SEV2", "precedent found"),
-    ("possible", "latency up on the search service", "SEV3", "possible precedent — check"),
+    ("possible", "some requests are slower than usual", "SEV3", "possible precedent — check"),
     ("none", "the office coffee machine descaling reminder keeps beeping", "SEV4", "no precedent"),
 )
 

@@ -53,3 +53,36 @@ def test_mode_match_is_the_lift_times_the_documents_probability() -> None:
 def test_an_unknown_top_mode_matches_nothing() -> None:
     reader = Reader({"dns": 1.0}, {})
     assert mode_signals(reader, "q", [pm("a")])["mode_match"] == 0.0
+
+
+def test_a_query_that_plainly_names_another_mode_is_evidence_of_absence() -> None:
+    n = 28
+    pool = {"connection-pool-exhaustion": 0.9, **{f"m{i}": 0.1 / (n - 1) for i in range(n - 1)}}
+    reader = Reader(pool, {"cert": ("certificate-expiry", 0.95)})
+    got = mode_signals(reader, "q", [pm("cert")])
+    assert got["mode_consistency"] == pytest.approx(1.0 - mode_lift(0.9, n) * 0.95)
+    assert got["mode_consistency"] < 0.2
+
+
+def test_a_vague_query_contradicts_nothing() -> None:
+    n = 28
+    even = {f"m{i}": 1.0 / n for i in range(n)}
+    reader = Reader(even, {"cert": ("m3", 0.95)})
+    assert mode_signals(reader, "q", [pm("cert")])["mode_consistency"] == pytest.approx(1.0)
+
+
+def test_a_query_that_names_the_top_documents_mode_too_is_not_contradicted() -> None:
+    n = 28
+    both = {"dns": 0.5, "deploy": 0.45, **{f"m{i}": 0.05 / (n - 2) for i in range(n - 2)}}
+    reader = Reader(both, {"a": ("dns", 0.9), "b": ("cert", 0.9)})
+    named = mode_signals(reader, "q", [pm("a")])["mode_consistency"]
+    other = mode_signals(reader, "q", [pm("b")])["mode_consistency"]
+    assert named > other  # the query names dns: a dns top is less contradicted than a cert one
+    assert named == pytest.approx(1.0 - mode_lift(0.45, n) * 0.9 * (1.0 - mode_lift(0.5, n)))
+
+
+def test_an_unknown_top_mode_or_no_result_is_not_contradicted() -> None:
+    # 0 for "no result" would teach a KB whose modes are all unknown that it means "a result"
+    reader = Reader({"dns": 1.0, "cert": 0.0}, {})
+    assert mode_signals(reader, "q", [pm("a")])["mode_consistency"] == 1.0
+    assert mode_signals(reader, "q", [])["mode_consistency"] == 1.0

@@ -63,6 +63,7 @@ FEATURES: tuple[str, ...] = (
     "agreement",
     "type_consensus",
     "mode_match",
+    "mode_consistency",
     "in_domain",
     "query_coverage",
     "covered_gap",

@@ -45,6 +45,7 @@ SIGNALS: tuple[str, ...] = (
     "signal_coverage",  # share of the anomaly's IDF-weighted strength the top hit records
     "type_consensus",  # share of the next three hits that are the top hit's failure mode
     "mode_match",  # lift of the query's probability of the top hit's failure mode over an even share
+    "mode_consistency",  # 1 - how plainly the query names another mode than the top hit's
     # measured against the query's own scores over the KB (retrieval/standing.py)
     "in_domain",
     "query_coverage",

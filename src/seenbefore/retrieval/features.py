@@ -94,15 +94,28 @@ def mode_signals(
     """``type_consensus`` over the top documents' failure modes, and ``mode_match``: how much
     more likely the query's failure mode is the top document's than a guess (:func:`mode_lift`
     of the query's probability of that mode) times the document's own probability of it; 0 when
-    the top document's mode is unknown."""
+    the top document's mode is unknown.
+
+    ``mode_consistency``: 1 less the evidence of absence the modes give, the lift of the
+    query's likeliest *other* mode times the document's probability of its own, discounted by
+    how far the query also names the document's mode. A query that names no mode (a vague
+    pager line) contradicts nothing and keeps 1; one that plainly names connection-pool
+    exhaustion against a top document confidently about a certificate expiry falls toward 0.
+    1 when the top document's mode is unknown or there is none: nothing known contradicts it
+    (were it 0 there, a KB whose modes are all unknown would learn it as "some result at all")."""
     modes = [reader.of_document(pm) for pm in documents[:4]]
     out = {"type_consensus": type_consensus([slug for slug, _ in modes])}
     if modes and modes[0][0]:
         slug, p = modes[0]
         posterior = reader.of_query(text)
-        out["mode_match"] = mode_lift(float(posterior.get(slug, 0.0)), len(posterior)) * p
+        n = len(posterior)
+        match = mode_lift(float(posterior.get(slug, 0.0)), n)
+        other = max((float(q) for m, q in posterior.items() if m != slug), default=0.0)
+        out["mode_match"] = match * p
+        out["mode_consistency"] = 1.0 - mode_lift(other, n) * p * (1.0 - match)
     else:
         out["mode_match"] = 0.0
+        out["mode_consistency"] = 1.0
     return out
 
 

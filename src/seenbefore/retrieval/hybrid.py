@@ -128,6 +128,7 @@ class HybridRetriever:
             signals["type_consensus"] = type_consensus(
                 [c.type for c in candidates[:SIGNAL_DOCUMENTS]]
             )
+            signals["mode_consistency"] = 1.0  # no modes read: nothing contradicts the top
         model = self.confidence
         fit = self.scoring.fit
         if model is not None and query.weights.shape in model.shapes:

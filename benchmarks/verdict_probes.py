@@ -4,13 +4,16 @@ the golden cases, the AWS events and graphrca beside them where a change to the 
 cost them. Nothing here changes the product; each probe asks whether a change would help.
 
 1. **ceiling**: how well the signals the confidence model reads separate "the top result is a
-   precedent" from "there is none in the KB", on a replay's own queries: the AUROC of the
+   precedent" from "there is none in the KB", on each replay's own queries: the AUROC of the
    shipped ``p_precedent`` beside a logistic regression fitted on that same set's signals
    (5-fold cross-validated, scikit-learn; an upper bound no KB-made fit can reach).
 2. **thresholds**: on each replay cell, the share of right tops and of no-precedent queries
    below each ``lo`` (target: <= 10 % of right tops, >= 60 % of no-precedent), and of right and
    wrong tops at or above each ``hi`` (target: >= 40 % of right tops, <= 5 % of wrong tops):
-   whether any threshold on the p we have meets both.
+   whether any threshold on the p we have meets both; ``best`` does it whatever the KB's scale
+   of p (the sample KB's ``lo`` is near 0.04, the AWS one's near 0.6): the best ``lo`` and
+   ``hi`` for the right tops' targets and what they give the others; ``live``, the pair the
+   KB's own model gives that style's queries, by the shape of query each pair is for.
 3. **mode rerank**: the default ranking's top 20 reordered by score x (1 + lambda x the
    agreement of the query's and each document's inferred failure modes, sum_m q(m) d(m)), the
    shipped classifier (never fitted on the sample KB); Hit@1 per lambda.
@@ -25,6 +28,7 @@ Writes benchmarks/results/verdict_probes.json with --write (command, commit, mac
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 import time
 from collections.abc import Sequence
@@ -36,7 +40,7 @@ import numpy as np
 from provenance import RESULTS, provenance, write_results
 from realtext import aws_events, aws_markdown, build_kb
 from replays import aws_replay_queries, sample_replay_queries, untyped_copy
-from seenbefore.core.confidence import auroc
+from seenbefore.core.confidence import SHAPES, auroc
 from seenbefore.evaluation.cases import load_cases
 from seenbefore.evaluation.external import category_cases
 from seenbefore.kb import KnowledgeBase
@@ -78,12 +82,38 @@ def ceiling(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
+def best(right: np.ndarray, wrong: np.ndarray, none: np.ndarray) -> dict[str, Any]:
+    """Whatever the scale of a KB's p: the highest ``lo`` with at most 10 % of right tops below
+    it and the share of no-precedent queries below that, and the lowest ``hi`` with at least
+    40 % of right tops at or above it and the shares of wrong tops and no-precedent queries
+    there -- whether *any* pair of thresholds on this p meets the Done-when's targets."""
+    if not len(right):
+        return {}
+    ordered = np.sort(right)
+    lo = float(ordered[math.floor(0.10 * len(ordered))])
+    hi = float(ordered[::-1][math.ceil(0.40 * len(ordered)) - 1])
+    none_below = _share(none, none < lo)
+    none_above = _share(none, none >= hi)
+    return {
+        "lo": round(lo, 4),
+        "right_below": _share(right, right < lo),
+        "none_below": none_below,
+        "hi": round(hi, 4),
+        "right_at_or_above": _share(right, right >= hi),
+        "wrong_at_or_above": _share(wrong, wrong >= hi),
+        "none_at_or_above": none_above,
+        "lo_targets_met": none_below is not None and none_below >= 0.6,
+        "hi_targets_met": none_above is None or none_above <= 0.05,
+    }
+
+
 def thresholds(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     right = np.array([o.p for o in outcomes if o.query.has_precedent and o.right()])
     wrong = np.array([o.p for o in outcomes if o.query.has_precedent and not o.right()])
     none = np.array([o.p for o in outcomes if not o.query.has_precedent])
     return {
         "n": {"right": len(right), "wrong": len(wrong), "none": len(none)},
+        "best": best(right, wrong, none),
         "lo": {
             str(lo): {
                 "right_below": _share(right, right < lo),
@@ -99,6 +129,23 @@ def thresholds(outcomes: Sequence[Outcome]) -> dict[str, Any]:
             for hi in HIS
         },
     }
+
+
+def live(kb: KnowledgeBase, queries: Sequence[Query], style: str) -> dict[str, Any]:
+    """The thresholds the KB's live model gives queries of ``style``, by the shape of query
+    each pair is for ("every query": the model's overall pair), read from searches of that
+    style's queries until every shape has been seen."""
+    out: dict[str, Any] = {}
+    for q in queries:
+        if q.style != style:
+            continue
+        filters = SearchFilters(tiers=TIERS, exclude_ids=q.exclude, date_to=q.until)
+        fit = kb.search(q.text, filters, SearchOptions(k=1)).confidence_model_fit
+        if fit is not None:
+            out.setdefault(fit.shape or "every query", {"lo": fit.lo, "hi": fit.hi})
+        if len(out) > len(SHAPES):
+            break
+    return out
 
 
 class _Modes:
@@ -195,9 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         replay = sample_replay_queries(docs)
         outcomes = run(kb, replay, True)
         for style in ("summary", "title"):
-            out["thresholds"][f"sample-replay/{style}"] = thresholds(
-                [o for o in outcomes if o.query.style == style]
-            )
+            rows = [o for o in outcomes if o.query.style == style]
+            out["ceiling"][f"sample-replay/{style}"] = ceiling(rows)
+            out["thresholds"][f"sample-replay/{style}"] = {
+                "live": live(kb, replay, style),
+                **thresholds(rows),
+            }
         golden = from_cases(load_cases(), "golden")
         out["mode_rerank"]["sample-replay"] = mode_rerank(kb, replay)
         out["mode_rerank"]["sample-untyped"] = mode_rerank(kb, golden)
@@ -214,7 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for style in ("alert-line", "first-update"):
             rows = [o for o in outcomes if o.query.style == style]
             out["ceiling"][f"aws-replay/{style}"] = ceiling(rows)
-            out["thresholds"][f"aws-replay/{style}"] = thresholds(rows)
+            out["thresholds"][f"aws-replay/{style}"] = {
+                "live": live(kb, replay, style),
+                **thresholds(rows),
+            }
         same = aws_queries(events, {e["id"] for e in events}, styles=("first-update", "alert-line"))
         out["mode_rerank"]["aws-replay"] = mode_rerank(kb, replay)
         out["mode_rerank"]["aws"] = mode_rerank(kb, same)

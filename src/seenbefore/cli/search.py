@@ -29,6 +29,7 @@ from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
 from seenbefore.knowledge.failure_modes import (
     CONFIDENT,
+    classify_text,
     failure_mode,
     failure_modes_json,
     has_mode,
@@ -207,6 +208,9 @@ def render_result(
         console.print(
             "[dim]the nearest postmortems (none scored as a match; read before ruling out):[/]"
         )
+    other = another_failure(result, modes)
+    if other:
+        console.print(f"[dim]{escape(other)}[/]", soft_wrap=True)
     for rank, c in enumerate(result.candidates, 1):
         when = c.date.isoformat() if c.date else "undated"
         stale = (
@@ -223,6 +227,27 @@ def render_result(
             snippet = "(matched its title, type, tags or signals)"
         console.print(indented(snippet[:200], f"{c.section_key}:"), soft_wrap=True)
     console.print(f"[dim]{legend(result.candidates)}[/]")
+
+
+def another_failure(
+    result: SearchResult, modes: Mapping[str, Mapping[str, Any]] | None
+) -> str | None:
+    """Where the verdict is not "found", the evidence of absence the failure modes give, in
+    words (the ``mode_consistency`` signal's reading): the query plainly names one failure mode
+    (the classifier's confidence) and the first postmortem is known to be of another. None
+    where either mode is unknown or they agree, so a misread vague query says nothing."""
+    if result.verdict == FOUND or not result.candidates:
+        return None
+    top = (modes or {}).get(result.candidates[0].doc_id)
+    if not top or not top.get("known"):
+        return None
+    query = classify_text("", result.query)
+    if not query.known or query.slug == top["slug"]:
+        return None
+    return (
+        f"the query reads as {query.slug} (inferred, p {query.p:.2f}); the first postmortem "
+        f"is {top['slug']}: another failure"
+    )
 
 
 def _cell(value: Any) -> str:

@@ -140,6 +140,10 @@ def test_a_query_that_names_another_failure_is_told_so_beside_the_verdict() -> N
     )
     assert "the query reads as disk-full (inferred, p 0." in out
     assert f"the first postmortem is {slug}: another failure" in out
+    # the JSON says the same, with the query's own mode
+    assert first["query_failure_mode"]["slug"] == "disk-full"
+    assert first["query_failure_mode"]["inferred"] is True
+    assert first["another_failure"] is not None and "reads as disk-full" in first["another_failure"]
 
 
 def test_a_query_of_the_first_postmortems_own_failure_or_none_is_not_told_so() -> None:
@@ -151,29 +155,3 @@ def test_a_query_of_the_first_postmortems_own_failure_or_none_is_not_told_so() -
     vague = runner.invoke(app, ["search", "some requests are slower than usual"])
     assert vague.exit_code == 0, vague.output
     assert "the query reads as" not in vague.stdout  # it names no failure: nothing to say
-
-
-def test_another_failure_speaks_only_when_both_modes_are_known_and_differ() -> None:
-    from seenbefore.cli.search import another_failure
-    from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
-    from seenbefore.types import Candidate, SearchResult
-
-    top = Candidate("D-1", "t", None, "", "current", "general", (), 1.0, "s", "summary", 0)
-    query = "connection pool exhausted, all connections in use, requests wait"
-
-    def said(verdict: str, mode: dict[str, Any] | None, text: str = query) -> str | None:
-        result = SearchResult(query=text, mode="sparse", candidates=(top,), verdict=verdict)
-        return another_failure(result, {"D-1": mode} if mode else {})
-
-    cert = {"slug": "certificate-expiry", "inferred": False, "p": 1.0, "known": True}
-    pool = {"slug": "connection-pool-exhaustion", "inferred": False, "p": 1.0, "known": True}
-    guess = {"slug": "certificate-expiry", "inferred": True, "p": 0.3, "known": False}
-    line = said(POSSIBLE, cert)
-    assert line is not None and "reads as connection-pool-exhaustion" in line
-    assert "is certificate-expiry: another failure" in line
-    assert said(NONE, cert) == line
-    assert said(POSSIBLE, pool) is None  # the same failure: no evidence of absence
-    assert said(POSSIBLE, guess) is None  # the first postmortem's mode is only a guess
-    assert said(POSSIBLE, None) is None
-    assert said(FOUND, cert) is None  # "found" is not contradicted in words
-    assert said(POSSIBLE, cert, "some requests are slower than usual") is None

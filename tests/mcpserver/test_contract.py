@@ -239,3 +239,17 @@ def test_the_cap_shortens_excerpts_before_dropping_hits() -> None:
     assert shaping.excerpt("`sv_active` 80/80 **held**; p99_latency up") == (
         "sv_active 80/80 held; p99_latency up"
     )
+
+
+def test_find_similar_incidents_says_when_the_query_names_another_failure(small: Session) -> None:
+    query = "disk full: no space left on device, every write to the volume failed"
+
+    async def script(client: Client) -> Any:
+        return await client.call_tool("find_similar_incidents", {"query": query, "k": 3})
+
+    result = small(RESPONDER, script)
+    found = result.structured_content
+    assert found["verdict"] != "precedent found"
+    assert found["another_failure"].startswith("the query reads as disk-full (inferred, p 0.")
+    assert found["another_failure"].endswith(": another failure")
+    assert found["another_failure"] in result.content[0].text.splitlines()[1]

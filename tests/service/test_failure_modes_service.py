@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.knowledge.test_failure_modes import TLS_POSTMORTEM
 from tests.service.conftest import Service
-from tests.service.test_web import login
+from tests.service.test_web import _csrf, login
 
 
 def test_api_and_web_page_mark_an_inferred_failure_mode(service: Service) -> None:
@@ -40,3 +40,27 @@ def test_api_and_web_page_mark_an_inferred_failure_mode(service: Service) -> Non
     assert 'class="inferred"' in page
     typed = service.client.get("/postmortems/POOL-1").text
     assert '<span id="type">connection-pool-exhaustion</span>' in typed
+
+
+def test_api_and_web_search_say_when_the_query_names_another_failure(service: Service) -> None:
+    created = service.as_("admin", "post", "/v1/postmortems", json={"markdown": TLS_POSTMORTEM})
+    assert created.status_code == 201, created.text
+    query = "disk full: no space left on device, every write to the volume failed"
+    found = service.as_("viewer", "post", "/v1/search", json={"query": query, "k": 3}).json()
+    assert found["query_failure_mode"]["slug"] == "disk-full"
+    assert found["query_failure_mode"]["inferred"] is True
+    assert found["verdict"] != "precedent found"
+    top = found["results"][0]["failure_mode"]["slug"]
+    assert found["another_failure"] == (
+        f"the query reads as disk-full (inferred, p {found['query_failure_mode']['p']:.2f}); "
+        f"the first postmortem is {top}: another failure"
+    )
+    vague = service.as_(
+        "viewer", "post", "/v1/search", json={"query": "some requests are slower than usual"}
+    ).json()
+    assert vague["another_failure"] is None
+
+    login(service.client, service.tokens["reviewer"])
+    token = _csrf(service.client.get("/search").text)
+    page = service.client.post("/search", data={"q": query, "csrf_token": token}).text
+    assert 'id="another-failure"' in page and "the query reads as disk-full" in page

@@ -29,16 +29,16 @@ from seenbefore.core.confidence import FOUND, NONE, POSSIBLE
 from seenbefore.errors import InputError
 from seenbefore.knowledge.failure_modes import (
     CONFIDENT,
-    classify_text,
     failure_mode,
     failure_modes_json,
     has_mode,
+    query_mode_json,
     wanted_slug,
 )
 from seenbefore.knowledge.failure_taxonomy import taxonomy
 from seenbefore.limits import check_filters, check_k, check_query
 from seenbefore.retrieval.hybrid import MODES, SearchOptions
-from seenbefore.retrieval.output import result_json
+from seenbefore.retrieval.output import another_failure, result_json
 from seenbefore.types import SearchFilters, SearchResult
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ def search(
         if result.empty_because:  # nothing at all to search is not a matter of tiers
             result = replace(result, empty_because=empty_store(kb.store) or result.empty_because)
         modes = failure_modes_json(kb.store, [c.doc_id for c in result.candidates])
+        query_mode = query_mode_json(text)
         record_local(
             kb.store,
             "search",
@@ -144,10 +145,10 @@ def search(
             detail={"mode": result.mode, "k": k},
         )
     if as_json:
-        payload = result_json(result, explain=explain, failure_modes=modes)
+        payload = result_json(result, explain=explain, failure_modes=modes, query_mode=query_mode)
         print_json({**payload, "empty_because": result.empty_because})
         return
-    render_result(result, result.empty_because, modes)
+    render_result(result, result.empty_because, modes, query_mode)
     if explain:
         render_explain(result)
 
@@ -190,9 +191,11 @@ def render_result(
     result: SearchResult,
     emptied: str | None = None,
     modes: Mapping[str, Mapping[str, Any]] | None = None,
+    query_mode: Mapping[str, Any] | None = None,
 ) -> None:
     """``emptied``: which filter left nothing to search (:func:`seenbefore.limits.empty_reason`);
-    ``modes``: each result's failure mode (FailureMode.as_dict), shown where it has no type."""
+    ``modes``: each result's failure mode (FailureMode.as_dict), shown where it has no type;
+    ``query_mode``: the query's, for the line that says it names another failure."""
     if not result.candidates:
         if emptied:
             console.print(f"no matching postmortems: {emptied}")
@@ -208,7 +211,8 @@ def render_result(
         console.print(
             "[dim]the nearest postmortems (none scored as a match; read before ruling out):[/]"
         )
-    other = another_failure(result, modes)
+    top = (modes or {}).get(result.candidates[0].doc_id)
+    other = another_failure(result.verdict, query_mode, top) if result.scored else None
     if other:
         console.print(f"[dim]{escape(other)}[/]", soft_wrap=True)
     for rank, c in enumerate(result.candidates, 1):
@@ -227,27 +231,6 @@ def render_result(
             snippet = "(matched its title, type, tags or signals)"
         console.print(indented(snippet[:200], f"{c.section_key}:"), soft_wrap=True)
     console.print(f"[dim]{legend(result.candidates)}[/]")
-
-
-def another_failure(
-    result: SearchResult, modes: Mapping[str, Mapping[str, Any]] | None
-) -> str | None:
-    """Where the verdict is not "found", the evidence of absence the failure modes give, in
-    words (the ``mode_consistency`` signal's reading): the query plainly names one failure mode
-    (the classifier's confidence) and the first postmortem is known to be of another. None
-    where either mode is unknown or they agree, so a misread vague query says nothing."""
-    if result.verdict == FOUND or not result.candidates:
-        return None
-    top = (modes or {}).get(result.candidates[0].doc_id)
-    if not top or not top.get("known"):
-        return None
-    query = classify_text("", result.query)
-    if not query.known or query.slug == top["slug"]:
-        return None
-    return (
-        f"the query reads as {query.slug} (inferred, p {query.p:.2f}); the first postmortem "
-        f"is {top['slug']}: another failure"
-    )
 
 
 def _cell(value: Any) -> str:

@@ -224,6 +224,12 @@ def failure_modes(docs: Mapping[str, StoredDocument]) -> dict[str, FailureMode]:
     return {doc_id: failure_mode(doc.postmortem) for doc_id, doc in docs.items()}
 
 
+def query_mode_json(text: str) -> dict[str, Any]:
+    """A search query's failure mode as the classifier reads it (always inferred), as JSON for
+    seenbefore.retrieval.output.result_json."""
+    return classify_text("", text).as_dict()
+
+
 def failure_modes_json(store: DocumentReads, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The failure modes of ``doc_ids`` (search results: ids the caller may see) as JSON, for
     seenbefore.retrieval.output.result_json."""

@@ -91,6 +91,11 @@ class SimilarIncidents(Output):
         description="calibrated probability that the top result is a precedent"
     )
     thresholds: Thresholds | None
+    another_failure: str | None = Field(
+        default=None,
+        description="when the verdict is not 'precedent found' and the query plainly names a "
+        "failure mode the first postmortem is known not to be: that, in words (else null)",
+    )
     results: list[Hit]
     returned: int = Field(description="results here")
     found: int = Field(description="results the search returned, before any truncation")

@@ -170,6 +170,7 @@ def similar(
         thresholds=out.Thresholds(lo=thresholds["lo"], hi=thresholds["hi"])
         if "lo" in thresholds and "hi" in thresholds
         else None,
+        another_failure=found.another_failure,
         results=shaped,
         returned=len(shaped),
         found=len(shaped),
@@ -293,6 +294,8 @@ def render(result: BaseModel) -> str:
     lines: list[str] = []
     if isinstance(result, out.SimilarIncidents):
         lines.append(_verdict_line(result.verdict, result.p_precedent, result.thresholds))
+        if result.another_failure:
+            lines.append(result.another_failure)
         for h in result.results:
             lines.extend(_hit_lines(h, detail=h.rank <= TEXT_DETAIL_HITS))
         if not result.results:

@@ -4,13 +4,17 @@ comes from ``p_precedent`` alone through ``thresholds``; ``confidence`` is the s
 its older name, and ``novel`` is true exactly when the verdict is "no precedent" (the results
 are then the nearest postmortems, none scored as a match). Each result's ``type`` is the author's,
 as written; ``failure_mode`` ({slug, inferred, p, known}: seenbefore.knowledge.failure_modes) is
-the author's type or the mode inferred from the text, null where the caller gave none."""
+the author's type or the mode inferred from the text, null where the caller gave none;
+``query_failure_mode`` is the query's own, as the classifier reads it, and ``another_failure``
+says in words when the query plainly names a mode the first postmortem is known not to be
+(:func:`another_failure`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from seenbefore.core.confidence import FOUND
 from seenbefore.types import Candidate, SearchResult
 
 FailureModes = Mapping[str, Mapping[str, Any]]  # doc id -> FailureMode.as_dict()
@@ -41,11 +45,37 @@ def candidate_json(
     }
 
 
+def another_failure(
+    verdict: str | None, query_mode: Mapping[str, Any] | None, top_mode: Mapping[str, Any] | None
+) -> str | None:
+    """Where the verdict is not "found", the evidence of absence the failure modes give, in
+    words (what the ``mode_consistency`` signal weighs): the query plainly names one failure
+    mode (``known``: the classifier's p >= 0.5) and the first postmortem is known to be of
+    another. None where either mode is unknown or they agree, so a vague or misread query says
+    nothing, and beside "found" (the modes are one signal among several)."""
+    if verdict is None or verdict == FOUND or not query_mode or not top_mode:
+        return None
+    if not query_mode.get("known") or not top_mode.get("known"):
+        return None
+    if query_mode["slug"] == top_mode["slug"]:
+        return None
+    return (
+        f"the query reads as {query_mode['slug']} (inferred, p {query_mode['p']:.2f}); the first "
+        f"postmortem is {top_mode['slug']}: another failure"
+    )
+
+
 def result_json(
-    result: SearchResult, *, explain: bool = False, failure_modes: FailureModes | None = None
+    result: SearchResult,
+    *,
+    explain: bool = False,
+    failure_modes: FailureModes | None = None,
+    query_mode: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``query_mode``: the query's failure mode (FailureMode.as_dict), null where not given."""
     modes = failure_modes or {}
     scored = result.scored  # the FTS path scores nothing: its figures are null
+    top = modes.get(result.candidates[0].doc_id) if result.candidates else None
     payload: dict[str, Any] = {
         "query": result.query,
         "mode": result.mode,
@@ -60,6 +90,8 @@ def result_json(
         "results": [
             candidate_json(i, c, modes.get(c.doc_id)) for i, c in enumerate(result.candidates, 1)
         ],
+        "query_failure_mode": dict(query_mode) if query_mode is not None else None,
+        "another_failure": another_failure(result.verdict, query_mode, top) if scored else None,
     }
     if explain:
         payload["explain"] = result.explain()

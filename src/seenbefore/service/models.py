@@ -141,6 +141,14 @@ class SearchOut(BaseModel):
         description="with no results: which filter left nothing to search (null when the "
         "query's words matched nothing); seenbefore.limits.empty_reason",
     )
+    query_failure_mode: FailureModeOut | None = Field(
+        default=None, description="the query's own failure mode as the classifier reads it"
+    )
+    another_failure: str | None = Field(
+        default=None,
+        description="when the verdict is not 'precedent found' and the query plainly names a "
+        "failure mode the first postmortem is known not to be: that, in words (else null)",
+    )
 
 
 # -- investigations, anomalies, alerts -----------------------------------------------------------

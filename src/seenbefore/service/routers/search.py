@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 
 from seenbefore.errors import InputError
-from seenbefore.knowledge.failure_modes import failure_modes_json
+from seenbefore.knowledge.failure_modes import failure_modes_json, query_mode_json
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.retrieval.output import FailureModes, result_json
 from seenbefore.service import actions
@@ -16,15 +18,22 @@ from seenbefore.types import SearchFilters, SearchResult
 router = APIRouter(prefix="/v1", tags=["search"], responses=problems(400, 401, 422, 429, 503))
 
 
-def search_out(result: SearchResult, failure_modes: FailureModes | None = None) -> SearchOut:
-    """``failure_modes``: each result's (failure_modes_json); null in the results without."""
-    return SearchOut.model_validate(result_json(result, failure_modes=failure_modes))
+def search_out(
+    result: SearchResult,
+    failure_modes: FailureModes | None = None,
+    query_mode: dict[str, Any] | None = None,
+) -> SearchOut:
+    """``failure_modes``: each result's (failure_modes_json); null in the results without.
+    ``query_mode``: the query's (query_mode_json); without it, no ``another_failure``."""
+    payload = result_json(result, failure_modes=failure_modes, query_mode=query_mode)
+    return SearchOut.model_validate(payload)
 
 
 def with_failure_modes(app: Ready, result: SearchResult) -> SearchOut:
-    """The search's JSON with each result's failure mode (one read of the results' documents)."""
+    """The search's JSON with each result's failure mode (one read of the results' documents)
+    and the query's own."""
     ids = [c.doc_id for c in result.candidates]
-    return search_out(result, failure_modes_json(app.kb.store, ids))
+    return search_out(result, failure_modes_json(app.kb.store, ids), query_mode_json(result.query))
 
 
 @router.post("/search", response_model=SearchOut, summary="Find postmortems that resemble a text")

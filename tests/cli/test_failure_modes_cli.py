@@ -134,12 +134,10 @@ def test_a_query_that_names_another_failure_is_told_so_beside_the_verdict() -> N
     out = " ".join(shown.stdout.split())
     assert "precedent found" not in out
     first = run("search", "disk full: no space left on device, every write to the volume failed")
-    top = first["results"][0]["id"]
-    slug = {"T-1": "certificate-expiry", "POOL-1": "connection-pool-exhaustion"}.get(
-        top, "memory-leak"
-    )
+    top = first["results"][0]["failure_mode"]
+    named = top["slug"] + (f" (inferred, p {top['p']:.2f})" if top["inferred"] else "")
     assert "the query reads as disk-full (inferred, p 0." in out
-    assert f"the first postmortem is {slug}: another failure" in out
+    assert f"the first postmortem is {named}: another failure" in out
     # the JSON says the same, with the query's own mode
     assert first["query_failure_mode"]["slug"] == "disk-full"
     assert first["query_failure_mode"]["inferred"] is True

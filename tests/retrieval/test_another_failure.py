@@ -24,6 +24,10 @@ def test_a_query_that_names_another_failure_than_the_first_postmortem_is_told_so
         "postmortem is certificate-expiry: another failure"
     )
     assert another_failure(NONE, POOL, CERT) == line
+    inferred = mode("certificate-expiry", inferred=True, p=0.62)  # an untyped postmortem's
+    assert another_failure(POSSIBLE, POOL, inferred) == line.replace(
+        "is certificate-expiry:", "is certificate-expiry (inferred, p 0.62):"
+    )
 
 
 def test_nothing_is_said_where_a_mode_is_unknown_they_agree_or_the_verdict_is_found() -> None:

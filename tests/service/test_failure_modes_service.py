@@ -50,10 +50,11 @@ def test_api_and_web_search_say_when_the_query_names_another_failure(service: Se
     assert found["query_failure_mode"]["slug"] == "disk-full"
     assert found["query_failure_mode"]["inferred"] is True
     assert found["verdict"] != "precedent found"
-    top = found["results"][0]["failure_mode"]["slug"]
+    top = found["results"][0]["failure_mode"]
+    named = top["slug"] + (f" (inferred, p {top['p']:.2f})" if top["inferred"] else "")
     assert found["another_failure"] == (
         f"the query reads as disk-full (inferred, p {found['query_failure_mode']['p']:.2f}); "
-        f"the first postmortem is {top}: another failure"
+        f"the first postmortem is {named}: another failure"
     )
     vague = service.as_(
         "viewer", "post", "/v1/search", json={"query": "some requests are slower than usual"}

@@ -59,9 +59,10 @@ def another_failure(
         return None
     if query_mode["slug"] == top_mode["slug"]:
         return None
+    top = top_mode["slug"] + (f" (inferred, p {top_mode['p']:.2f})" if top_mode["inferred"] else "")
     return (
         f"the query reads as {query_mode['slug']} (inferred, p {query_mode['p']:.2f}); the first "
-        f"postmortem is {top_mode['slug']}: another failure"
+        f"postmortem is {top}: another failure"
     )
 
 

@@ -1,0 +1,206 @@
+"""How much the verdict on the dev replays owes to the luck of one self-calibration: the same
+knowledge base self-calibrated with other seeds (calibration/selfcal.py ``self_calibrate(seed=)``:
+which documents fall in the fit half and which queries each style draws), each seed on a fresh
+record (the shipped defaults live before it, as on a new KB), then the replay's queries searched
+and their verdicts split as benchmarks/verdict.py splits them: found / possible / none % of the
+queries whose right postmortem is first, whose first is wrong, and that have no precedent in the
+KB. Issue 31's Done-when cells (right: none <= 10 %, found >= 40 %; no precedent: found <= 5 %,
+none >= 60 %) are counted per seed. Seed 0 is what every other benchmark reports.
+
+    .venv/bin/python benchmarks/verdict_seeds.py --shared ../shared/data [--seeds 0,1,2,3,4,5]
+        [--sets sample-replay,aws-replay] [--write]
+
+Writes benchmarks/results/verdict_seeds.json with --write (command, commit, machine, date).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from provenance import RESULTS, provenance, write_results
+from realtext import aws_events, aws_markdown, build_kb
+from replays import aws_replay_queries, sample_replay_queries, untyped_copy
+from seenbefore.calibration import record, selfcal
+from seenbefore.config import Settings
+from seenbefore.core.calibration import CalibrationRecord
+from seenbefore.kb import KnowledgeBase
+from verdict import SAMPLE, run
+from verdict_cells import Query
+
+console = Console(width=160)
+KEY = "hybrid:all-MiniLM-L6-v2"
+GROUPS = ("right", "wrong", "none")
+STATES = {
+    "precedent found": "found",
+    "possible precedent — check": "possible",
+    "no precedent": "none",
+}
+
+
+def reopen(home: Path, like: KnowledgeBase) -> KnowledgeBase:
+    """The KB at ``home`` opened afresh (so nothing read before the new record is kept)."""
+    kb = KnowledgeBase(Settings(home=home, embedder="minilm"), embedder=like.embedder())
+    kb.query_embedder = like.query_embedder
+    return kb
+
+
+def calibrated(home: Path, paths: list[Path], seed: int, cache: Path) -> KnowledgeBase:
+    """A KB of ``paths`` self-calibrated with ``seed`` from a fresh record."""
+    kb = build_kb(home, paths, None, True, cache)  # ingest self-calibrates with seed 0
+    if seed == 0:
+        return kb
+    record.save(kb.store, CalibrationRecord())  # as new: the shipped defaults live
+    selfcal.self_calibrate(kb, force=True, seed=seed)
+    fresh = reopen(home, kb)
+    kb.close()
+    return fresh
+
+
+def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, Any]]:
+    """Per style and group: n and the share of each verdict state."""
+    counts: dict[str, dict[str, Counter[str]]] = {}
+    for o in run(kb, queries, True):
+        group = "none" if not o.query.has_precedent else ("right" if o.right() else "wrong")
+        counts.setdefault(o.query.style, {}).setdefault(group, Counter())[STATES[o.verdict]] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for style, groups in sorted(counts.items()):
+        out[style] = {}
+        for g in GROUPS:
+            c = groups.get(g, Counter())
+            n = sum(c.values())
+            out[style][g] = {"n": n} | {
+                s: round(c[s] / n, 4) if n else None for s in ("found", "possible", "none")
+            }
+    return out
+
+
+def cells_met(style: dict[str, Any]) -> dict[str, bool]:
+    right, none = style["right"], style["none"]
+    return {
+        "right_none<=10%": right["none"] is not None and right["none"] <= 0.10,
+        "right_found>=40%": right["found"] is not None and right["found"] >= 0.40,
+        "none_found<=5%": none["found"] is not None and none["found"] <= 0.05,
+        "none_none>=60%": none["none"] is not None and none["none"] >= 0.60,
+    }
+
+
+def model_line(kb: KnowledgeBase) -> dict[str, Any]:
+    m = kb.confidence_model(KEY)
+    if m is None:
+        return {}
+    return {"lo": m.lo, "hi": m.hi, "shapes": {k: list(v) for k, v in m.shapes.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--seeds", default="0,1,2,3,4,5")
+    parser.add_argument("--sets", default="sample-replay,aws-replay")
+    parser.add_argument("--cache", type=Path, default=RESULTS / "cache" / "embeddings.sqlite")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    wanted = args.sets.split(",")
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="seenbefore-seeds-") as scratch:
+        root = Path(scratch)
+        sets: dict[str, tuple[list[Path], list[Query]]] = {}
+        if "sample-replay" in wanted:
+            docs = untyped_copy(SAMPLE, root / "untyped-docs")
+            sets["sample-replay"] = ([root / "untyped-docs"], sample_replay_queries(docs))
+        if "aws-replay" in wanted:
+            events = aws_events(args.shared / "postmortems" / "aws_status_events.jsonl")
+            folder = root / "aws-docs"
+            folder.mkdir()
+            for e in events:
+                (folder / f"{e['id']}.md").write_text(aws_markdown(e), encoding="utf-8")
+            sets["aws-replay"] = ([folder], aws_replay_queries(events))
+        for name, (paths, queries) in sets.items():
+            results[name] = {}
+            for seed in seeds:
+                kb = calibrated(root / f"{name}-{seed}", paths, seed, args.cache)
+                found = states(kb, queries)
+                results[name][str(seed)] = {
+                    "model": model_line(kb),
+                    "styles": {s: v | {"met": cells_met(v)} for s, v in found.items()},
+                }
+                kb.close()
+                console.print(f"{name} seed {seed}: done ({time.perf_counter() - started:.0f} s)")
+    show(results)
+    spread = summary(results)
+    console.print(spread)
+    if args.write:
+        out = {
+            **provenance("benchmarks/verdict_seeds.py", argv),
+            "seconds": round(time.perf_counter() - started, 1),
+            "seeds": seeds,
+            "summary": spread,
+            "results": results,
+        }
+        console.print(f"wrote {write_results(RESULTS / 'verdict_seeds.json', out)}")
+    return 0
+
+
+def summary(results: dict[str, Any]) -> dict[str, Any]:
+    """Per set and style: the range over seeds of the four Done-when shares, and in how many
+    seeds each cell, and all four, are met."""
+    out: dict[str, Any] = {}
+    for name, by_seed in results.items():
+        styles = sorted({s for r in by_seed.values() for s in r["styles"]})
+        for style in styles:
+            runs = [r["styles"][style] for r in by_seed.values() if style in r["styles"]]
+            if not runs or runs[0]["right"]["n"] == 0:
+                continue
+            shares = {
+                "right_found": [r["right"]["found"] for r in runs],
+                "right_none": [r["right"]["none"] for r in runs],
+                "none_found": [r["none"]["found"] for r in runs],
+                "none_none": [r["none"]["none"] for r in runs],
+            }
+            out[f"{name}/{style}"] = {
+                "seeds": len(runs),
+                "range": {k: [min(v), max(v)] for k, v in shares.items()},
+                "met": {c: sum(r["met"][c] for r in runs) for c in runs[0]["met"]},
+                "all_four_met": sum(all(r["met"].values()) for r in runs),
+            }
+    return out
+
+
+def _cell(g: dict[str, Any]) -> str:
+    pct = [f"{100 * g[s]:.0f}" if g[s] is not None else "-" for s in ("found", "possible", "none")]
+    return "/".join(pct) + f" ({g['n']})"
+
+
+def show(results: dict[str, Any]) -> None:
+    table = Table(title="verdict states per self-calibration seed (found/possible/none %)")
+    for col in ("set/style", "seed", "lo / hi (shapes)", *GROUPS, "Done-when cells met"):
+        table.add_column(col)
+    for name, by_seed in results.items():
+        for seed, r in by_seed.items():
+            m = r["model"]
+            shapes = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(m.get("shapes", {}).items()))
+            for style, v in r["styles"].items():
+                if v["right"]["n"] == 0:  # off-topic and claims: none in KB only
+                    continue
+                table.add_row(
+                    f"{name}/{style}",
+                    seed,
+                    f"{m.get('lo')} / {m.get('hi')} ({shapes})",
+                    *(_cell(v[g]) for g in GROUPS),
+                    f"{sum(v['met'].values())} of 4",
+                )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

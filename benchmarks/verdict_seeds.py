@@ -8,7 +8,7 @@ KB. Issue 31's Done-when cells (right: none <= 10 %, found >= 40 %; no precedent
 none >= 60 %) are counted per seed. Seed 0 is what every other benchmark reports.
 
     .venv/bin/python benchmarks/verdict_seeds.py --shared ../shared/data [--seeds 0,1,2,3,4,5]
-        [--sets sample-replay,aws-replay] [--write]
+        [--sets sample-replay,aws-replay] [--without SIGNAL] [--write]
 
 Writes benchmarks/results/verdict_seeds.json with --write (command, commit, machine, date).
 """
@@ -29,7 +29,7 @@ from rich.table import Table
 from provenance import RESULTS, provenance, write_results
 from realtext import aws_events, aws_markdown, build_kb
 from replays import aws_replay_queries, sample_replay_queries, untyped_copy
-from seenbefore.calibration import record, selfcal
+from seenbefore.calibration import fitting, record, selfcal
 from seenbefore.config import Settings
 from seenbefore.core.calibration import CalibrationRecord
 from seenbefore.kb import KnowledgeBase
@@ -106,8 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0,1,2,3,4,5")
     parser.add_argument("--sets", default="sample-replay,aws-replay")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache" / "embeddings.sqlite")
+    parser.add_argument(
+        "--without",
+        metavar="SIGNAL",
+        help="fit without this signal (calibration/fitting.FEATURES less it): what it adds, "
+        "measured over the same seeds; written to verdict_seeds_without_SIGNAL.json",
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
+    if args.without:
+        if args.without not in fitting.FEATURES:
+            parser.error(f"--without {args.without}: the fit's signals are {fitting.FEATURES}")
+        fitting.FEATURES = tuple(f for f in fitting.FEATURES if f != args.without)
     seeds = [int(s) for s in args.seeds.split(",")]
     wanted = args.sets.split(",")
     started = time.perf_counter()
@@ -144,10 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             **provenance("benchmarks/verdict_seeds.py", argv),
             "seconds": round(time.perf_counter() - started, 1),
             "seeds": seeds,
+            "without": args.without,
             "summary": spread,
             "results": results,
         }
-        console.print(f"wrote {write_results(RESULTS / 'verdict_seeds.json', out)}")
+        name = f"verdict_seeds_without_{args.without}" if args.without else "verdict_seeds"
+        console.print(f"wrote {write_results(RESULTS / f'{name}.json', out)}")
     return 0
 
 
@@ -170,6 +182,8 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
             out[f"{name}/{style}"] = {
                 "seeds": len(runs),
                 "range": {k: [min(v), max(v)] for k, v in shares.items()},
+                "mean": {k: round(sum(v) / len(v), 4) for k, v in shares.items()},
+                "per_seed": shares,
                 "met": {c: sum(r["met"][c] for r in runs) for c in runs[0]["met"]},
                 "all_four_met": sum(all(r["met"].values()) for r in runs),
             }

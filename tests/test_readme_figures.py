@@ -300,6 +300,20 @@ def _golden_novel_caught() -> str:
     return f"({caught} of the {total} novel cases caught"
 
 
+def _seeds(cell: str, name: str = "verdict_seeds.json") -> dict[str, Any]:
+    summary: dict[str, Any] = _load(name)["summary"][cell]
+    return summary
+
+
+def _seed_range(cell: str, key: str) -> str:
+    low, high = _seeds(cell)["range"][key]
+    return f"{100 * low:.0f}-{100 * high:.0f} %"
+
+
+def _seed_mean(cell: str, key: str, name: str = "verdict_seeds.json") -> str:
+    return f"{100 * _seeds(cell, name)['mean'][key]:.0f} %"
+
+
 def _golden_auroc_span() -> str:
     aurocs = [m["shipped_auroc"] for m in _load("eval_golden.json")["modes"].values()]
     return f"AUROC of confidence (precedent vs none) {min(aurocs):.3f}–{max(aurocs):.3f}"
@@ -1206,6 +1220,62 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
         lambda: "| Hit@1 | AWS events | graphrca ({}) | golden cases ({}) |".format(
             _load("realtext.json")["sets"]["graphrca"]["documents"],
             _load("realtext.json")["sets"]["sample-kb"]["cases"],
+        ),
+        RETRIEVAL_PAGE,
+    ),
+    # the same replays over six self-calibration seeds, from benchmarks/verdict_seeds.py --write
+    (
+        "seeds: sample summaries, none in the KB",
+        lambda: (
+            '"no precedent" for the queries with none in the KB runs {} (mean {}) and "found" '
+            "for right tops {} (mean {}); all four Done-when cells hold in {} of {} seeds".format(
+                _seed_range("sample-replay/summary", "none_none"),
+                _seed_mean("sample-replay/summary", "none_none"),
+                _seed_range("sample-replay/summary", "right_found"),
+                _seed_mean("sample-replay/summary", "right_found"),
+                _seeds("sample-replay/summary")["all_four_met"],
+                _seeds("sample-replay/summary")["seeds"],
+            )
+        ),
+        RETRIEVAL_PAGE,
+    ),
+    (
+        "seeds: AWS replay",
+        lambda: (
+            'AWS pager lines: "no precedent" for none {} (mean {}), "found" for right tops {}; '
+            "first updates {} (mean {}) and {}".format(
+                _seed_range("aws-replay/alert-line", "none_none"),
+                _seed_mean("aws-replay/alert-line", "none_none"),
+                _seed_range("aws-replay/alert-line", "right_found"),
+                _seed_range("aws-replay/first-update", "none_none"),
+                _seed_mean("aws-replay/first-update", "none_none"),
+                _seed_range("aws-replay/first-update", "right_found"),
+            )
+        ),
+        RETRIEVAL_PAGE,
+    ),
+    (
+        "seeds: what mode_consistency adds, paired",
+        lambda: (
+            '"no precedent" for none on the sample replay from a mean of {} to {} (summaries) '
+            "and {} to {} (titles), and leaves the AWS replay where it was (pager lines {} -> {}, "
+            "first updates {} -> {})".format(
+                *(
+                    f(cell, "none_none")
+                    for cell in (
+                        "sample-replay/summary",
+                        "sample-replay/title",
+                        "aws-replay/alert-line",
+                        "aws-replay/first-update",
+                    )
+                    for f in (
+                        lambda c, k: _seed_mean(
+                            c, k, "verdict_seeds_without_mode_consistency.json"
+                        )[:-2],
+                        _seed_mean,
+                    )
+                )
+            )
         ),
         RETRIEVAL_PAGE,
     ),

@@ -300,6 +300,11 @@ def _golden_novel_caught() -> str:
     return f"({caught} of the {total} novel cases caught"
 
 
+def _short(kind: str) -> dict[str, Any]:
+    entry: dict[str, Any] = _load("failure_modes_short.json")["kinds"][kind]
+    return entry
+
+
 def _seeds(cell: str, name: str = "verdict_seeds.json") -> dict[str, Any]:
     summary: dict[str, Any] = _load(name)["summary"][cell]
     return summary
@@ -483,6 +488,30 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
         lambda: "on the sample KB {:.0f} % of inferred modes reach p >= {}".format(
             100 * _load("failure_modes.json")["sample_kb"]["confident_coverage"],
             _load("failure_modes.json")["confident"],
+        ),
+        FORMAT_PAGE,
+    ),
+    # the classifier on short held-out text, from benchmarks/failure_modes_short.py --write
+    (
+        "failure-mode confidence on short text",
+        lambda: (
+            "on a graphrca root cause alone (one sentence, median {:.0f} known features) its top "
+            "mode is in the label's set {:.0f} % of the time at a mean top p of {:.2f}, and on a "
+            "postmortem's heading {:.0f} % at {:.2f}".format(
+                _short("root cause, one sentence")["median_evidence"],
+                100 * _short("root cause, one sentence")["shipped"]["top1_in_label_set"],
+                _short("root cause, one sentence")["shipped"]["mean_top_p"],
+                100 * _short("postmortem heading")["shipped"]["top1_in_label_set"],
+                _short("postmortem heading")["shipped"]["mean_top_p"],
+            )
+        ),
+        FORMAT_PAGE,
+    ),
+    (
+        "failure-mode short text, sharpened",
+        lambda: "(log p of the label set {:.3f} -> {:.3f} on the root causes)".format(
+            _short("root cause, one sentence")["shipped"]["log_prob_of_label_set"],
+            _short("root cause, one sentence")["best_by_log_prob"]["log_prob_of_label_set"],
         ),
         FORMAT_PAGE,
     ),

@@ -305,6 +305,12 @@ def _short(kind: str) -> dict[str, Any]:
     return entry
 
 
+def _review_mean(cell: str, when: str, key: str) -> str:
+    """A share before or after the refit, as the page writes it ("52" before, "55 %" after)."""
+    value = 100 * _load("verdict_reviews.json")["summary"][cell][when][key]
+    return f"{value:.0f}" if when == "before" else f"{value:.0f} %"
+
+
 def _seeds(cell: str, name: str = "verdict_seeds.json") -> dict[str, Any]:
     summary: dict[str, Any] = _load(name)["summary"][cell]
     return summary
@@ -1304,6 +1310,30 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
                         _seed_mean,
                     )
                 )
+            )
+        ),
+        RETRIEVAL_PAGE,
+    ),
+    # the review loop on the same replays, from benchmarks/verdict_reviews.py --write
+    (
+        "reviews: what a refit on people's labels moves",
+        lambda: (
+            '"no precedent" for none {} -> {} (mean), "found" for right tops {} -> {}, for wrong '
+            'tops {} -> {}; on the AWS replay\'s pager lines "no precedent" for none {} -> {} and "found" '
+            "for right tops {} -> {}. {} of 12 refits were kept on the sample KB, {} of 12".format(
+                *(
+                    _review_mean(cell, when, key)
+                    for cell, key in (
+                        ("sample-replay/summary", "none_none"),
+                        ("sample-replay/summary", "right_found"),
+                        ("sample-replay/summary", "wrong_found"),
+                        ("aws-replay/alert-line", "none_none"),
+                        ("aws-replay/alert-line", "right_found"),
+                    )
+                    for when in ("before", "after")
+                ),
+                _load("verdict_reviews.json")["summary"]["sample-replay/summary"]["refits_kept"],
+                _load("verdict_reviews.json")["summary"]["aws-replay/alert-line"]["refits_kept"],
             )
         ),
         RETRIEVAL_PAGE,

@@ -49,24 +49,14 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def posterior(model: Model, features: Features, gamma: float, e0: float) -> np.ndarray:
-    """``Model.posterior``, sharpened by ``(e0 / evidence) ** gamma`` below ``e0`` features."""
-    rows, weights = [], []
-    for feature, n in sorted(features.items()):
-        i = model.index.get(feature)
-        if i is not None:
-            rows.append(i)
-            weights.append(n)
-    if not rows:
-        return np.full(len(model.slugs), 1.0 / len(model.slugs))
-    w = np.asarray(weights, dtype=np.float64)
-    evidence = float(w.sum())
-    scale = model.alpha * min(1.0, model.max_evidence / evidence)
-    if gamma and evidence < e0:
-        scale *= (e0 / evidence) ** gamma
-    logits = scale * (w @ model.log_ratio[rows])
-    logits -= logits.max()
-    p = np.exp(logits)
-    return np.asarray(p / p.sum())
+    """``Model.posterior``, sharpened by ``(e0 / evidence) ** gamma`` below ``e0`` features:
+    scaling its logits by a factor is raising its probabilities to that power, renormalised."""
+    p = model.posterior(features)
+    evidence = float(sum(n for f, n in features.items() if f in model.index))
+    if not gamma or not 0 < evidence < e0:
+        return p
+    sharp = p ** ((e0 / evidence) ** gamma)
+    return np.asarray(sharp / sharp.sum())
 
 
 def short_texts(shared: Path) -> dict[str, list[tuple[str, str]]]:

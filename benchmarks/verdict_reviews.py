@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,15 +33,13 @@ from rich.console import Console
 from rich.table import Table
 
 from provenance import RESULTS, provenance, write_results
-from realtext import aws_events, aws_markdown
-from replays import aws_replay_queries, sample_replay_queries, untyped_copy
 from seenbefore.calibration import people
 from seenbefore.kb import KnowledgeBase
 from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters
-from verdict import SAMPLE, TIERS
+from verdict import TIERS
 from verdict_cells import Query
-from verdict_seeds import GROUPS, KEY, STATES, calibrated, reopen
+from verdict_seeds import GROUPS, KEY, calibrated, reopen, replay_sets, shares
 
 console = Console(width=160)
 REVIEWER = "bench:reviewer"
@@ -65,19 +62,7 @@ def group(q: Query, result: Any) -> str:
 
 
 def states(rows: Sequence[tuple[Query, Any]]) -> dict[str, dict[str, Any]]:
-    counts: dict[str, dict[str, Counter[str]]] = {}
-    for q, r in rows:
-        counts.setdefault(q.style, {}).setdefault(group(q, r), Counter())[STATES[r.verdict]] += 1
-    out: dict[str, dict[str, Any]] = {}
-    for style, groups in sorted(counts.items()):
-        out[style] = {}
-        for g in GROUPS:
-            c = groups.get(g, Counter())
-            n = sum(c.values())
-            out[style][g] = {"n": n} | {
-                s: round(c[s] / n, 4) if n else None for s in ("found", "possible", "none")
-            }
-    return out
+    return shares((q.style, group(q, r), r.verdict) for q, r in rows)
 
 
 def labels_of(rows: Sequence[tuple[Query, Any]]) -> list[people.PersonLabel]:
@@ -170,18 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="seenbefore-reviews-") as scratch:
         root = Path(scratch)
-        sets: dict[str, tuple[list[Path], list[Query]]] = {}
-        if "sample-replay" in wanted:
-            docs = untyped_copy(SAMPLE, root / "untyped-docs")
-            sets["sample-replay"] = ([root / "untyped-docs"], sample_replay_queries(docs))
-        if "aws-replay" in wanted:
-            events = aws_events(args.shared / "postmortems" / "aws_status_events.jsonl")
-            folder = root / "aws-docs"
-            folder.mkdir()
-            for e in events:
-                (folder / f"{e['id']}.md").write_text(aws_markdown(e), encoding="utf-8")
-            sets["aws-replay"] = ([folder], aws_replay_queries(events))
-        for name, (paths, queries) in sets.items():
+        for name, (paths, queries) in replay_sets(root, wanted, args.shared).items():
             results[name] = {}
             for seed in seeds:
                 home = root / f"{name}-{seed}"

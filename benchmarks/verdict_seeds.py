@@ -19,7 +19,7 @@ import argparse
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +67,22 @@ def calibrated(home: Path, paths: list[Path], seed: int, cache: Path) -> Knowled
 
 def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, Any]]:
     """Per style and group: n and the share of each verdict state."""
+    return shares(
+        (
+            o.query.style,
+            "none" if not o.query.has_precedent else ("right" if o.right() else "wrong"),
+            o.verdict,
+        )
+        for o in run(kb, queries, True)
+    )
+
+
+def shares(searches: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, Any]]:
+    """(style, group, verdict) of each search, as n and the share of each verdict state per
+    style and group (GROUPS)."""
     counts: dict[str, dict[str, Counter[str]]] = {}
-    for o in run(kb, queries, True):
-        group = "none" if not o.query.has_precedent else ("right" if o.right() else "wrong")
-        counts.setdefault(o.query.style, {}).setdefault(group, Counter())[STATES[o.verdict]] += 1
+    for style, group, verdict in searches:
+        counts.setdefault(style, {}).setdefault(group, Counter())[STATES[verdict]] += 1
     out: dict[str, dict[str, Any]] = {}
     for style, groups in sorted(counts.items()):
         out[style] = {}
@@ -81,6 +93,25 @@ def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, A
                 s: round(c[s] / n, 4) if n else None for s in ("found", "possible", "none")
             }
     return out
+
+
+def replay_sets(
+    root: Path, wanted: Sequence[str], shared: Path
+) -> dict[str, tuple[list[Path], list[Query]]]:
+    """The dev replays named in ``wanted``, written under ``root``: each one's document folders
+    and its queries."""
+    sets: dict[str, tuple[list[Path], list[Query]]] = {}
+    if "sample-replay" in wanted:
+        docs = untyped_copy(SAMPLE, root / "untyped-docs")
+        sets["sample-replay"] = ([root / "untyped-docs"], sample_replay_queries(docs))
+    if "aws-replay" in wanted:
+        events = aws_events(shared / "postmortems" / "aws_status_events.jsonl")
+        folder = root / "aws-docs"
+        folder.mkdir()
+        for e in events:
+            (folder / f"{e['id']}.md").write_text(aws_markdown(e), encoding="utf-8")
+        sets["aws-replay"] = ([folder], aws_replay_queries(events))
+    return sets
 
 
 def cells_met(style: dict[str, Any]) -> dict[str, bool]:
@@ -124,18 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="seenbefore-seeds-") as scratch:
         root = Path(scratch)
-        sets: dict[str, tuple[list[Path], list[Query]]] = {}
-        if "sample-replay" in wanted:
-            docs = untyped_copy(SAMPLE, root / "untyped-docs")
-            sets["sample-replay"] = ([root / "untyped-docs"], sample_replay_queries(docs))
-        if "aws-replay" in wanted:
-            events = aws_events(args.shared / "postmortems" / "aws_status_events.jsonl")
-            folder = root / "aws-docs"
-            folder.mkdir()
-            for e in events:
-                (folder / f"{e['id']}.md").write_text(aws_markdown(e), encoding="utf-8")
-            sets["aws-replay"] = ([folder], aws_replay_queries(events))
-        for name, (paths, queries) in sets.items():
+        for name, (paths, queries) in replay_sets(root, wanted, args.shared).items():
             results[name] = {}
             for seed in seeds:
                 kb = calibrated(root / f"{name}-{seed}", paths, seed, args.cache)

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from seenbefore.calibration import fitting
 from seenbefore.calibration.people import (
     REFIT_RECORD,
+    STYLE,
+    half,
     labels,
     maybe_refit,
     refit,
@@ -138,3 +141,36 @@ def test_decisions_refit_calibration_once_enough_labels_arrive(
         assert record["labels"] == 5 and "sparse" in record["kept"]
         assert "vs the live model's" in record["precedence"]["sparse"]  # the held-out check ran
         assert maybe_refit(kb, every=5) is None  # counted from the last refit
+
+
+def test_every_label_that_judges_a_refit_was_left_out_of_it(
+    tmp_path: Path, sample_home: Path, alice: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a refit checked on labels it was fitted on beats the live model by having seen them: the
+    # check folds people's labels in two (by review) and judges each fold's refit on the other
+    home = shutil.copytree(sample_home, tmp_path / "folds")
+    decide(home, alice, approve=False)
+    fits: list[tuple[set[str], set[str]]] = []
+    real_fit = fitting.fit
+
+    def spy(fit_rows, held_rows, *, source):  # type: ignore[no-untyped-def]
+        def people_rows(rows):  # type: ignore[no-untyped-def]
+            return {repr(sorted(r.signals.items())) for r in rows if r.style == STYLE}
+
+        fits.append((people_rows(fit_rows), people_rows(held_rows)))
+        return real_fit(fit_rows, held_rows, source=source)
+
+    monkeypatch.setattr(fitting, "fit", spy)
+    with KnowledgeBase(make_settings(home)) as kb:
+        said = labels(kb.store)
+        assert {half(p) for p in said} == {0, 1}  # five reviews fall in both halves
+        report = refit(kb, persist=False)
+    model = report["models"]["sparse"]
+    assert "each judging a refit made without it (2 fold(s))" in model["checked_on"]
+    assert "vs the live model's" in model["precedence"]
+    fitted_on_all, *folds = fits
+    assert len(fitted_on_all[0]) == len(said)  # what is kept is fitted on every label
+    assert len(folds) == 2
+    for seen, judged in folds:
+        assert judged and seen and not seen & judged
+    assert folds[0][1] | folds[1][1] == fitted_on_all[0]  # every label judges once

@@ -13,9 +13,11 @@ the knowledge base and everyone else.
 Changing the shared model needs the reviewer role: the labels of principals below it (a
 responder's MCP feedback, say) are kept and counted, but a refit uses them only when an admin
 accepts them (``seenbefore calibrate --from-reviews --accept-all-roles``). A refit is kept only
-when it beats the live model on data the principals who triggered it did not write: the
-self-made held-out half plus the labels of every *other* principal. A refit that is not kept
-writes nothing (the record stays byte-for-byte as it was).
+when it beats the live model on data it was not fitted on and the principals who triggered it
+did not write: people's labels fall in two halves (by review), the refit is made twice, each
+time without one half, and each is judged on the self-made held-out half plus the labels of
+the half it did not see that every *other* principal wrote. What is kept is the fit on every
+label. A refit that is not kept writes nothing (the record stays byte-for-byte as it was).
 
 A dismissal for ``right_precedent_wrong_cause`` is recorded but left out of the fit: the
 reviewer confirmed the top result WAS the precedent.
@@ -24,6 +26,7 @@ reviewer confirmed the top result WAS the precedent.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from seenbefore.calibration import fitting, record
 
 if TYPE_CHECKING:
+    from seenbefore.core.confidence import ConfidenceModel
     from seenbefore.kb import KnowledgeBase
     from seenbefore.storage.ports import Store
 
@@ -118,6 +122,58 @@ def as_rows(people: Sequence[PersonLabel]) -> list[fitting.Labelled]:
     ]
 
 
+def half(label: PersonLabel) -> int:
+    """0 or 1, the same for every round of one review and on every run: which fold of the
+    refit's check a label sits in."""
+    return zlib.crc32(label.review_id.encode()) % 2
+
+
+def _held_out_check(
+    fit_self: Sequence[fitting.Labelled],
+    held_self: Sequence[fitting.Labelled],
+    mine: Sequence[PersonLabel],
+    by: Sequence[str],
+    live: ConfidenceModel | None,
+    source: str,
+) -> tuple[bool, str, str]:
+    """(kept, why, on what): the refit made without each half of ``mine`` in turn, judged
+    against ``live`` on ``held_self`` plus that half's labels by principals outside ``by``;
+    kept when its balanced log-loss, summed over both folds, is the lower. With no half of
+    both classes to leave out, the check is on ``held_self`` alone, and says so."""
+    folds = []
+    for fold in (0, 1):
+        seen = [p for p in mine if half(p) != fold]
+        unseen = [p for p in mine if half(p) == fold and p.who not in by]
+        check = [*held_self, *as_rows(unseen)]
+        if not unseen or not check:
+            continue
+        try:
+            made = fitting.fit([*fit_self, *as_rows(seen)], check, source=source)
+        except ValueError:
+            continue
+        folds.append((made.model, check, len(unseen)))
+    if not folds:
+        if not held_self:
+            return False, "no labels or self-made cases it was not fitted on to check it", ""
+        made = fitting.fit([*fit_self, *as_rows(mine)], held_self, source=source)
+        kept, why = fitting.beats(made.model, live, held_self)
+        return kept, why, f"{len(held_self)} held-out self-made cases (no labels left out)"
+    mine_loss = sum(fitting.balanced_log_loss(m, c) for m, c, _ in folds) / len(folds)
+    on = (
+        f"{len(held_self)} held-out self-made cases + {sum(n for *_, n in folds)} labels of "
+        f"other principals, each judging a refit made without it ({len(folds)} fold(s))"
+    )
+    if live is None:
+        return True, f"held-out log-loss {mine_loss:.3f}; no live model to beat", on
+    theirs = sum(fitting.balanced_log_loss(live, c) for _, c, _ in folds) / len(folds)
+    verdict = "kept" if mine_loss < theirs else "not kept: the live model stays"
+    return (
+        mine_loss < theirs,
+        f"held-out log-loss {mine_loss:.3f} vs the live model's {theirs:.3f}: {verdict}",
+        on,
+    )
+
+
 def keep_cases(store: Store, fingerprint: Mapping[str, str], rows: Mapping[str, Any]) -> None:
     """Keep the self-made rows per mode ({key: (fit rows, held rows)}) for later refits."""
 
@@ -190,7 +246,6 @@ def refit(
         fit_self, held_self = cases.get(key, ([], []))
         rows = as_rows(mine)
         positives = sum(r.right for r in rows)
-        others = as_rows([p for p in mine if p.who not in by])
         entry: dict[str, Any] = {
             "labels": len(rows),
             "positive": positives,
@@ -209,18 +264,19 @@ def refit(
             f"fitted on {len(fit_self)} self-made cases + {len(rows)} people's labels from "
             f"{len({p.who for p in mine})} principal(s)"
         )
+        others = as_rows([p for p in mine if p.who not in by])
         try:
             made = fitting.fit([*fit_self, *rows], [*held_self, *others] or rows, source=source)
+            kept, why, on = _held_out_check(
+                fit_self, held_self, mine, by, kb.confidence_model(key), source
+            )
         except ValueError as exc:
             entry.update(kept=False, precedence=f"could not fit: {exc}")
             continue
-        check = [*held_self, *others] or rows
-        kept, why = fitting.beats(made.model, kb.confidence_model(key), check)
         entry.update(
             kept=kept,
             precedence=why,
-            checked_on=f"{len(held_self)} held-out self-made cases + {len(others)} labels of "
-            "other principals",
+            checked_on=on,
             lo=made.model.lo,
             hi=made.model.hi,
             thresholds_by_shape={k: list(v) for k, v in made.model.shapes.items()},

@@ -7,6 +7,12 @@ queries whose right postmortem is first, whose first is wrong, and that have no 
 KB. Issue 31's Done-when cells (right: none <= 10 %, found >= 40 %; no precedent: found <= 5 %,
 none >= 60 %) are counted per seed. Seed 0 is what every other benchmark reports.
 
+Beside them, per seed and style, what ANY pair of thresholds could do with that seed's p (the
+ceiling, set on the replay's own answers, so no product could reach it): the most "no
+precedent" for none with at most 10 % of right tops told it, the most "found" for right tops
+with at most 5 % of none told it, and the AUROC of p between the two groups. Where the ceiling
+misses a cell, no placement of lo and hi meets it: only a p that separates better can.
+
     .venv/bin/python benchmarks/verdict_seeds.py --shared ../shared/data [--seeds 0,1,2,3,4,5]
         [--sets sample-replay,aws-replay] [--without SIGNAL] [--write]
 
@@ -66,15 +72,47 @@ def calibrated(home: Path, paths: list[Path], seed: int, cache: Path) -> Knowled
 
 
 def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, Any]]:
-    """Per style and group: n and the share of each verdict state."""
-    return shares(
+    """Per style and group: n and the share of each verdict state; per style, its ceiling."""
+    outcomes = run(kb, queries, True)
+    found = shares(
         (
             o.query.style,
             "none" if not o.query.has_precedent else ("right" if o.right() else "wrong"),
             o.verdict,
         )
-        for o in run(kb, queries, True)
+        for o in outcomes
     )
+    for style, groups in found.items():
+        right = [
+            o.p for o in outcomes if o.query.style == style and o.query.has_precedent and o.right()
+        ]
+        none = [o.p for o in outcomes if o.query.style == style and not o.query.has_precedent]
+        groups["ceiling"] = ceiling(right, none)
+    return found
+
+
+def ceiling(right: Sequence[float], none: Sequence[float]) -> dict[str, Any] | None:
+    """What the best thresholds set on these answers themselves would give: lo as high as
+    leaves at most 10 % of ``right`` (p of right tops) at or below it, hi as low as leaves at
+    most 5 % of ``none`` (p with no precedent in the KB) at or above it; the shares they give,
+    whether lo < hi, and the AUROC of p between the groups (ties count half). None for a style
+    with either group empty."""
+    if not right or not none:
+        return None
+    r, n = sorted(right), sorted(none, reverse=True)
+    lo = r[int(0.10 * len(r))] - 1e-9  # the (k+1)-th lowest: at most k = 10 % at or below lo
+    hi = n[int(0.05 * len(n))] + 1e-9
+    pairs = sum((a > b) + 0.5 * (a == b) for a in right for b in none)
+    return {
+        "lo": round(lo, 4),
+        "hi": round(hi, 4),
+        "right_none": round(sum(p <= lo for p in right) / len(right), 4),
+        "none_none": round(sum(p <= lo for p in none) / len(none), 4),
+        "right_found": round(sum(p >= hi for p in right) / len(right), 4),
+        "none_found": round(sum(p >= hi for p in none) / len(none), 4),
+        "ordered": lo < hi,
+        "auroc": round(pairs / (len(right) * len(none)), 4),
+    }
 
 
 def shares(searches: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, Any]]:
@@ -207,6 +245,17 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
                 "met": {c: sum(r["met"][c] for r in runs) for c in runs[0]["met"]},
                 "all_four_met": sum(all(r["met"].values()) for r in runs),
             }
+            tops = [r["ceiling"] for r in runs if r.get("ceiling")]
+            if tops:
+                out[f"{name}/{style}"]["ceiling"] = {
+                    k: [min(c[k] for c in tops), max(c[k] for c in tops)]
+                    for k in ("none_none", "right_found", "auroc")
+                } | {
+                    "reachable": sum(
+                        c["none_none"] >= 0.60 and c["right_found"] >= 0.40 and c["ordered"]
+                        for c in tops
+                    )
+                }
     return out
 
 
@@ -215,9 +264,23 @@ def _cell(g: dict[str, Any]) -> str:
     return "/".join(pct) + f" ({g['n']})"
 
 
+def _ceiling(c: dict[str, Any] | None) -> str:
+    if not c:
+        return "-"
+    order = "" if c["ordered"] else ", lo >= hi"
+    return f"{100 * c['none_none']:.0f} / {100 * c['right_found']:.0f} % ({c['auroc']:.3f}{order})"
+
+
 def show(results: dict[str, Any]) -> None:
     table = Table(title="verdict states per self-calibration seed (found/possible/none %)")
-    for col in ("set/style", "seed", "lo / hi (shapes)", *GROUPS, "Done-when cells met"):
+    for col in (
+        "set/style",
+        "seed",
+        "lo / hi (shapes)",
+        *GROUPS,
+        "Done-when cells met",
+        "any thresholds: none NP / right found (AUROC)",
+    ):
         table.add_column(col)
     for name, by_seed in results.items():
         for seed, r in by_seed.items():
@@ -232,6 +295,7 @@ def show(results: dict[str, Any]) -> None:
                     f"{m.get('lo')} / {m.get('hi')} ({shapes})",
                     *(_cell(v[g]) for g in GROUPS),
                     f"{sum(v['met'].values())} of 4",
+                    _ceiling(v.get("ceiling")),
                 )
     console.print(table)
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from seenbefore.knowledge.failure_modes import failure_mode
+from seenbefore.knowledge.failure_modes import FailureMode, failure_mode
 from seenbefore.mcp import outputs as out
 from seenbefore.service.models import CandidateOut, FailureModeOut, PostmortemOut, SearchOut
 from seenbefore.types import StoredDocument
@@ -328,8 +328,8 @@ def render(result: BaseModel) -> str:
 def _type_note(mode: out.FailureMode | None) -> str:
     """``, type X (inferred, p 0.62)`` for a confidently inferred type; nothing otherwise (the
     author's type is in the JSON, and the text stays as short as it was)."""
-    if mode is not None and mode.known:
-        return f", type {mode.slug} (inferred, p {mode.p:.2f})"
+    if mode is not None and mode.known and mode.inferred:
+        return f", type {FailureMode(mode.slug, mode.inferred, mode.p).label()}"
     return ""
 
 

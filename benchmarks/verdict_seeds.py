@@ -14,7 +14,7 @@ with at most 5 % of none told it, and the AUROC of p between the two groups. Whe
 misses a cell, no placement of lo and hi meets it: only a p that separates better can.
 
     .venv/bin/python benchmarks/verdict_seeds.py --shared ../shared/data [--seeds 0,1,2,3,4,5]
-        [--sets sample-replay,aws-replay] [--without SIGNAL] [--write]
+        [--sets sample-replay,aws-replay] [--without SIGNAL] [--recurrence-share Q] [--write]
 
 Writes benchmarks/results/verdict_seeds.json with --write (command, commit, machine, date).
 """
@@ -181,8 +181,20 @@ def main(argv: list[str] | None = None) -> int:
         help="fit without this signal (calibration/fitting.FEATURES less it): what it adds, "
         "measured over the same seeds; written to verdict_seeds_without_SIGNAL.json",
     )
+    parser.add_argument(
+        "--recurrence-share",
+        type=float,
+        metavar="Q",
+        help="place lo so that at most Q of the recurrence-shaped cases fall to it "
+        "(calibration/fitting.FALSE_NONE_RECURRENCE, shipped 0.05); written to "
+        "verdict_seeds_recurrence_Q.json",
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
+    if args.recurrence_share is not None:
+        if not 0.0 < args.recurrence_share < 1.0:
+            parser.error(f"--recurrence-share {args.recurrence_share}: a share between 0 and 1")
+        fitting.FALSE_NONE_RECURRENCE = args.recurrence_share
     if args.without:
         if args.without not in fitting.FEATURES:
             parser.error(f"--without {args.without}: the fit's signals are {fitting.FEATURES}")
@@ -213,10 +225,15 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - started, 1),
             "seeds": seeds,
             "without": args.without,
+            "recurrence_share": fitting.FALSE_NONE_RECURRENCE,
             "summary": spread,
             "results": results,
         }
-        name = f"verdict_seeds_without_{args.without}" if args.without else "verdict_seeds"
+        name = "verdict_seeds"
+        if args.without:
+            name += f"_without_{args.without}"
+        if args.recurrence_share is not None:
+            name += f"_recurrence_{args.recurrence_share:g}"
         console.print(f"wrote {write_results(RESULTS / f'{name}.json', out)}")
     return 0
 

@@ -12,15 +12,15 @@ CASES``) and reviewers' decisions (review/labels.py).
    isotonic regression on the same half.
 3. **Operating point** on the other half (:func:`operating_point`): ``lo`` the largest threshold
    at or below which at most ``FALSE_NONE`` of the queries whose precedent is ranked first fall
-   (a false "no precedent" hides the answer: the costlier mistake), and at most ``FALSE_NONE``
-   of the *recurrence-shaped* ones among them (the source document left out, a known precedent
-   of it ranked first): "no precedent" needs evidence of absence; ``hi`` the smallest, at
-   least 0.5, that at most ``FALSE_FOUND`` of the queries whose top result is not a precedent
-   reach, and no off-domain query at all. Every style weighs the same in both. Where the two
-   meet (cases that separate cleanly, as simulated anomalies do), ``lo`` drops to where at most
-   ``ABSENT_ABOVE`` of the queries with no precedent in the KB lie above it, so that a case
-   between the two kinds is "possible", not "no precedent". The same is done
-   again per shape of query (:func:`shape_points`: the pager-line ``alert`` style against the
+   (a false "no precedent" hides the answer: the costlier mistake), and at most
+   ``FALSE_NONE_RECURRENCE`` of the *recurrence-shaped* ones among them (the source document
+   left out, a known precedent of it ranked first): "no precedent" needs evidence of absence;
+   ``hi`` the smallest, at least 0.5, that at most ``FALSE_FOUND`` of the queries whose top
+   result is not a precedent reach, and no off-domain query at all. Every style weighs the
+   same in both. Where the two meet (cases that separate cleanly, as simulated anomalies do),
+   ``lo`` drops to where at most ``ABSENT_ABOVE`` of the queries with no precedent in the KB
+   lie above it, so that a case between the two kinds is "possible", not "no precedent". The
+   same is done again per shape of query (:func:`shape_points`: the pager-line ``alert`` style against the
    prose ones, off-domain cases in both), since the same ``p`` does not mean the same in both;
    a shape short of cases keeps the overall pair.
 4. **Held-out figures** per style on that half (:func:`figures`), and the **precedence rule**

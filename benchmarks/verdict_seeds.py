@@ -7,11 +7,12 @@ queries whose right postmortem is first, whose first is wrong, and that have no 
 KB. Issue 31's Done-when cells (right: none <= 10 %, found >= 40 %; no precedent: found <= 5 %,
 none >= 60 %) are counted per seed. Seed 0 is what every other benchmark reports.
 
-Beside them, per seed and style, what ANY pair of thresholds could do with that seed's p (the
-ceiling, set on the replay's own answers, so no product could reach it): the most "no
-precedent" for none with at most 10 % of right tops told it, the most "found" for right tops
-with at most 5 % of none told it, and the AUROC of p between the two groups. Where the ceiling
-misses a cell, no placement of lo and hi meets it: only a p that separates better can.
+Beside them, per seed and style, what ANY pair of thresholds could do with that seed's p
+(verdict_probes.best, set on the replay's own answers, so no product could reach it): the share
+of the queries with none in the KB below the highest lo that leaves at most 10 % of right tops
+below it, and at or above the lowest hi that leaves at least 40 % of right tops at or above it;
+whether that pair meets all four cells, and the AUROC of p between right tops and none. Where
+it does not, no placement of lo and hi does: only a p that separates better can.
 
     .venv/bin/python benchmarks/verdict_seeds.py --shared ../shared/data [--seeds 0,1,2,3,4,5]
         [--sets sample-replay,aws-replay] [--without SIGNAL] [--recurrence-share Q] [--write]
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -38,9 +40,11 @@ from replays import aws_replay_queries, sample_replay_queries, untyped_copy
 from seenbefore.calibration import fitting, record, selfcal
 from seenbefore.config import Settings
 from seenbefore.core.calibration import CalibrationRecord
+from seenbefore.core.confidence import auroc
 from seenbefore.kb import KnowledgeBase
 from verdict import SAMPLE, run
 from verdict_cells import Query
+from verdict_probes import best
 
 console = Console(width=160)
 KEY = "hybrid:all-MiniLM-L6-v2"
@@ -83,35 +87,30 @@ def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, A
         for o in outcomes
     )
     for style, groups in found.items():
-        right = [
-            o.p for o in outcomes if o.query.style == style and o.query.has_precedent and o.right()
-        ]
-        none = [o.p for o in outcomes if o.query.style == style and not o.query.has_precedent]
-        groups["ceiling"] = ceiling(right, none)
+        mine = [o for o in outcomes if o.query.style == style]
+        groups["ceiling"] = ceiling(
+            [o.p for o in mine if o.query.has_precedent and o.right()],
+            [o.p for o in mine if o.query.has_precedent and not o.right()],
+            [o.p for o in mine if not o.query.has_precedent],
+        )
     return found
 
 
-def ceiling(right: Sequence[float], none: Sequence[float]) -> dict[str, Any] | None:
-    """What the best thresholds set on these answers themselves would give: lo as high as
-    leaves at most 10 % of ``right`` (p of right tops) at or below it, hi as low as leaves at
-    most 5 % of ``none`` (p with no precedent in the KB) at or above it; the shares they give,
-    whether lo < hi, and the AUROC of p between the groups (ties count half). None for a style
-    with either group empty."""
-    if not right or not none:
-        return None
-    r, n = sorted(right), sorted(none, reverse=True)
-    lo = r[int(0.10 * len(r))] - 1e-9  # the (k+1)-th lowest: at most k = 10 % at or below lo
-    hi = n[int(0.05 * len(n))] + 1e-9
-    pairs = sum((a > b) + 0.5 * (a == b) for a in right for b in none)
-    return {
-        "lo": round(lo, 4),
-        "hi": round(hi, 4),
-        "right_none": round(sum(p <= lo for p in right) / len(right), 4),
-        "none_none": round(sum(p <= lo for p in none) / len(none), 4),
-        "right_found": round(sum(p >= hi for p in right) / len(right), 4),
-        "none_found": round(sum(p >= hi for p in none) / len(none), 4),
-        "ordered": lo < hi,
-        "auroc": round(pairs / (len(right) * len(none)), 4),
+def ceiling(
+    right: Sequence[float], wrong: Sequence[float], none: Sequence[float]
+) -> dict[str, Any]:
+    """verdict_probes.best on one seed's p (the best ``lo`` and ``hi`` for the right tops'
+    targets, and what they give the queries with none in the KB), with the AUROC of p between
+    right tops and none, and whether one pair meets all four cells."""
+    found = best(np.array(right), np.array(wrong), np.array(none))
+    if not found or not none:
+        return {}
+    scores = [*right, *none]
+    return found | {
+        "auroc": round(auroc(scores, [1] * len(right) + [0] * len(none)), 4),
+        "reachable": bool(
+            found["lo_targets_met"] and found["hi_targets_met"] and found["lo"] < found["hi"]
+        ),
     }
 
 
@@ -266,13 +265,8 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
             if tops:
                 out[f"{name}/{style}"]["ceiling"] = {
                     k: [min(c[k] for c in tops), max(c[k] for c in tops)]
-                    for k in ("none_none", "right_found", "auroc")
-                } | {
-                    "reachable": sum(
-                        c["none_none"] >= 0.60 and c["right_found"] >= 0.40 and c["ordered"]
-                        for c in tops
-                    )
-                }
+                    for k in ("none_below", "none_at_or_above", "auroc")
+                } | {"reachable": sum(c["reachable"] for c in tops)}
     return out
 
 
@@ -284,8 +278,11 @@ def _cell(g: dict[str, Any]) -> str:
 def _ceiling(c: dict[str, Any] | None) -> str:
     if not c:
         return "-"
-    order = "" if c["ordered"] else ", lo >= hi"
-    return f"{100 * c['none_none']:.0f} / {100 * c['right_found']:.0f} % ({c['auroc']:.3f}{order})"
+    met = "all four" if c["reachable"] else "not all four"
+    return (
+        f"{100 * c['none_below']:.0f} / {100 * c['none_at_or_above']:.0f} % ({met}; "
+        f"AUROC {c['auroc']:.3f})"
+    )
 
 
 def show(results: dict[str, Any]) -> None:
@@ -296,7 +293,7 @@ def show(results: dict[str, Any]) -> None:
         "lo / hi (shapes)",
         *GROUPS,
         "Done-when cells met",
-        "any thresholds: none NP / right found (AUROC)",
+        "best lo / hi: none below / none at or above",
     ):
         table.add_column(col)
     for name, by_seed in results.items():

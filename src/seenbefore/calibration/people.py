@@ -213,8 +213,9 @@ def refit(
     who: str = "reviews",
 ) -> dict[str, Any]:
     """Refit each mode with people's labels joined to the kept self-made cases; keep a mode's
-    fit only when it beats the live model on data ``by`` (the principals whose labels asked
-    for the refit; default: none) did not write. Only labels of principals with MIN_ROLE or
+    fit only when it beats the live model on data it was not fitted on and ``by`` (the
+    principals whose labels asked for the refit; default: none) did not write
+    (:func:`_held_out_check`). Only labels of principals with MIN_ROLE or
     higher count unless ``all_roles`` (an admin accepting them). ValueError when there are no
     labels."""
     said = labels(kb.store)

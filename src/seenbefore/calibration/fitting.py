@@ -20,9 +20,9 @@ CASES``) and reviewers' decisions (review/labels.py).
    same in both. Where the two meet (cases that separate cleanly, as simulated anomalies do),
    ``lo`` drops to where at most ``ABSENT_ABOVE`` of the queries with no precedent in the KB
    lie above it, so that a case between the two kinds is "possible", not "no precedent". The
-   same is done again per shape of query (:func:`shape_points`: the pager-line ``alert`` style against the
-   prose ones, off-domain cases in both), since the same ``p`` does not mean the same in both;
-   a shape short of cases keeps the overall pair.
+   same is done again per shape of query (:func:`shape_points`: the pager-line ``alert`` style
+   against the prose ones, off-domain cases in both), since the same ``p`` does not mean the
+   same in both; a shape short of cases keeps the overall pair.
 4. **Held-out figures** per style on that half (:func:`figures`), and the **precedence rule**
    (:func:`beats`): a new fit replaces the live model only when its style-balanced log-loss on
    the held-out half is lower than the live model's on the same cases.

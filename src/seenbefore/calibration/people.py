@@ -138,8 +138,9 @@ def _held_out_check(
 ) -> tuple[bool, str, str]:
     """(kept, why, on what): the refit made without each half of ``mine`` in turn, judged
     against ``live`` on ``held_self`` plus that half's labels by principals outside ``by``;
-    kept when its balanced log-loss, summed over both folds, is the lower. With no half of
-    both classes to leave out, the check is on ``held_self`` alone, and says so."""
+    kept when its balanced log-loss, averaged over the folds, is the lower. Where no fold
+    can be made and judged (every label is by ``by``, say), the fit on every label is judged
+    on ``held_self`` alone, and says so."""
     folds = []
     for fold in (0, 1):
         seen = [p for p in mine if half(p) != fold]

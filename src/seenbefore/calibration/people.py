@@ -14,9 +14,9 @@ Changing the shared model needs the reviewer role: the labels of principals belo
 responder's MCP feedback, say) are kept and counted, but a refit uses them only when an admin
 accepts them (``seenbefore calibrate --from-reviews --accept-all-roles``). A refit is kept only
 when it beats the live model on data it was not fitted on and the principals who triggered it
-did not write: people's labels fall in two halves (by review), the refit is made twice, each
-time without one half, and each is judged on the self-made held-out half plus the labels of
-the half it did not see that every *other* principal wrote. What is kept is the fit on every
+did not write: people's labels fall in two halves (reviews alternate), the refit is made
+twice, each time without one half, and each is judged on the self-made held-out half plus the
+labels of the half it did not see that every *other* principal wrote. What is kept is the fit on every
 label. A refit that is not kept writes nothing (the record stays byte-for-byte as it was).
 
 A dismissal for ``right_precedent_wrong_cause`` is recorded but left out of the fit: the
@@ -26,7 +26,6 @@ reviewer confirmed the top result WAS the precedent.
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -122,10 +121,14 @@ def as_rows(people: Sequence[PersonLabel]) -> list[fitting.Labelled]:
     ]
 
 
-def half(label: PersonLabel) -> int:
-    """0 or 1, the same for every round of one review and on every run: which fold of the
-    refit's check a label sits in."""
-    return zlib.crc32(label.review_id.encode()) % 2
+def halves(people: Sequence[PersonLabel]) -> dict[str, int]:
+    """Which fold of the refit's check each review's labels sit in (0 or 1): reviews
+    alternate in the order their first label was stored, so the halves differ by one review
+    at most and every round of a review goes with it."""
+    order: dict[str, int] = {}
+    for p in people:
+        order.setdefault(p.review_id, len(order) % 2)
+    return order
 
 
 def _held_out_check(
@@ -142,9 +145,10 @@ def _held_out_check(
     can be made and judged (every label is by ``by``, say), the fit on every label is judged
     on ``held_self`` alone, and says so."""
     folds = []
+    half = halves(mine)
     for fold in (0, 1):
-        seen = [p for p in mine if half(p) != fold]
-        unseen = [p for p in mine if half(p) == fold and p.who not in by]
+        seen = [p for p in mine if half[p.review_id] != fold]
+        unseen = [p for p in mine if half[p.review_id] == fold and p.who not in by]
         check = [*held_self, *as_rows(unseen)]
         if not unseen or not check:
             continue

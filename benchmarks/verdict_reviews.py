@@ -22,8 +22,6 @@ Writes benchmarks/results/verdict_reviews.json with --write (command, commit, ma
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +37,16 @@ from seenbefore.retrieval.hybrid import SearchOptions
 from seenbefore.types import SearchFilters
 from verdict import TIERS
 from verdict_cells import Query
-from verdict_seeds import GROUPS, KEY, calibrated, reopen, replay_sets, shares
+from verdict_seeds import (
+    GROUPS,
+    KEY,
+    calibrated,
+    over_seeds,
+    reopen,
+    seed_parser,
+    seeds_of,
+    shares,
+)
 
 console = Console(width=160)
 REVIEWER = "bench:reviewer"
@@ -142,25 +149,9 @@ def one_seed(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shared", type=Path, default=Path("../shared/data"))
-    parser.add_argument("--seeds", default="0,1,2,3,4,5")
-    parser.add_argument("--sets", default="sample-replay,aws-replay")
-    parser.add_argument("--cache", type=Path, default=RESULTS / "cache" / "embeddings.sqlite")
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
-    wanted = args.sets.split(",")
+    args = seed_parser(__doc__.split("\n\n")[0]).parse_args(argv)
     started = time.perf_counter()
-    results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="seenbefore-reviews-") as scratch:
-        root = Path(scratch)
-        for name, (paths, queries) in replay_sets(root, wanted, args.shared).items():
-            results[name] = {}
-            for seed in seeds:
-                home = root / f"{name}-{seed}"
-                results[name][str(seed)] = one_seed(home, paths, queries, seed, args.cache)
-                console.print(f"{name} seed {seed}: done ({time.perf_counter() - started:.0f} s)")
+    results = over_seeds(args, "seenbefore-reviews-", one_seed)
     show(results)
     spread = summary(results)
     console.print(spread)
@@ -168,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             **provenance("benchmarks/verdict_reviews.py", argv),
             "seconds": round(time.perf_counter() - started, 1),
-            "seeds": seeds,
+            "seeds": seeds_of(args),
             "summary": spread,
             "results": results,
         }

@@ -26,7 +26,7 @@ import argparse
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +168,56 @@ def model_line(kb: KnowledgeBase) -> dict[str, Any]:
     return {"lo": m.lo, "hi": m.hi, "shapes": {k: list(v) for k, v in m.shapes.items()}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def seed_parser(description: str) -> argparse.ArgumentParser:
+    """The options of a benchmark that replays the dev sets under several seeds."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--shared", type=Path, default=Path("../shared/data"))
     parser.add_argument("--seeds", default="0,1,2,3,4,5")
     parser.add_argument("--sets", default="sample-replay,aws-replay")
     parser.add_argument("--cache", type=Path, default=RESULTS / "cache" / "embeddings.sqlite")
+    parser.add_argument("--write", action="store_true")
+    return parser
+
+
+OneSeed = Callable[[Path, list[Path], list[Query], int, Path], dict[str, Any]]
+
+
+def over_seeds(args: argparse.Namespace, prefix: str, one: OneSeed) -> dict[str, Any]:
+    """``one(home, document folders, queries, seed, cache)`` for every replay set and seed of
+    ``args`` (seed_parser), each in its own home under one scratch folder, with progress:
+    {set: {seed: what it returned}}."""
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        root = Path(scratch)
+        for name, (paths, queries) in replay_sets(root, args.sets.split(","), args.shared).items():
+            results[name] = {}
+            for seed in seeds_of(args):
+                home = root / f"{name}-{seed}"
+                results[name][str(seed)] = one(home, paths, queries, seed, args.cache)
+                console.print(f"{name} seed {seed}: done ({time.perf_counter() - started:.0f} s)")
+    return results
+
+
+def seeds_of(args: argparse.Namespace) -> list[int]:
+    return [int(s) for s in args.seeds.split(",")]
+
+
+def one_seed(
+    home: Path, paths: list[Path], queries: list[Query], seed: int, cache: Path
+) -> dict[str, Any]:
+    """The verdict states of one seed's self-calibration, per style, with its thresholds."""
+    kb = calibrated(home, paths, seed, cache)
+    out = {
+        "model": model_line(kb),
+        "styles": {s: v | {"met": cells_met(v)} for s, v in states(kb, queries).items()},
+    }
+    kb.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = seed_parser(__doc__.split("\n\n")[0])
     parser.add_argument(
         "--without",
         metavar="SIGNAL",
@@ -188,7 +232,6 @@ def main(argv: list[str] | None = None) -> int:
         "(calibration/fitting.FALSE_NONE_RECURRENCE, shipped 0.05); written to "
         "verdict_seeds_recurrence_Q.json",
     )
-    parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
     if args.recurrence_share is not None:
         if not 0.0 < args.recurrence_share < 1.0:
@@ -198,23 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.without not in fitting.FEATURES:
             parser.error(f"--without {args.without}: the fit's signals are {fitting.FEATURES}")
         fitting.FEATURES = tuple(f for f in fitting.FEATURES if f != args.without)
-    seeds = [int(s) for s in args.seeds.split(",")]
-    wanted = args.sets.split(",")
     started = time.perf_counter()
-    results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="seenbefore-seeds-") as scratch:
-        root = Path(scratch)
-        for name, (paths, queries) in replay_sets(root, wanted, args.shared).items():
-            results[name] = {}
-            for seed in seeds:
-                kb = calibrated(root / f"{name}-{seed}", paths, seed, args.cache)
-                found = states(kb, queries)
-                results[name][str(seed)] = {
-                    "model": model_line(kb),
-                    "styles": {s: v | {"met": cells_met(v)} for s, v in found.items()},
-                }
-                kb.close()
-                console.print(f"{name} seed {seed}: done ({time.perf_counter() - started:.0f} s)")
+    results = over_seeds(args, "seenbefore-seeds-", one_seed)
     show(results)
     spread = summary(results)
     console.print(spread)
@@ -222,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             **provenance("benchmarks/verdict_seeds.py", argv),
             "seconds": round(time.perf_counter() - started, 1),
-            "seeds": seeds,
+            "seeds": seeds_of(args),
             "without": args.without,
             "recurrence_share": fitting.FALSE_NONE_RECURRENCE,
             "summary": spread,

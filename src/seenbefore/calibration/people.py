@@ -137,13 +137,14 @@ def _held_out_check(
     mine: Sequence[PersonLabel],
     by: Sequence[str],
     live: ConfidenceModel | None,
+    refitted: ConfidenceModel,
     source: str,
 ) -> tuple[bool, str, str]:
     """(kept, why, on what): the refit made without each half of ``mine`` in turn, judged
     against ``live`` on ``held_self`` plus that half's labels by principals outside ``by``;
     kept when its balanced log-loss, averaged over the folds, is the lower. Where no fold
-    can be made and judged (every label is by ``by``, say), the fit on every label is judged
-    on ``held_self`` alone, and says so."""
+    can be made and judged (every label is by ``by``, say), ``refitted`` (the fit on every
+    label) is judged on ``held_self`` alone, and says so."""
     folds = []
     half = halves(mine)
     for fold in (0, 1):
@@ -160,8 +161,7 @@ def _held_out_check(
     if not folds:
         if not held_self:
             return False, "no labels or self-made cases it was not fitted on to check it", ""
-        made = fitting.fit([*fit_self, *as_rows(mine)], held_self, source=source)
-        kept, why = fitting.beats(made.model, live, held_self)
+        kept, why = fitting.beats(refitted, live, held_self)
         return kept, why, f"{len(held_self)} held-out self-made cases (no labels left out)"
     mine_loss = sum(fitting.balanced_log_loss(m, c) for m, c, _ in folds) / len(folds)
     on = (
@@ -274,7 +274,7 @@ def refit(
         try:
             made = fitting.fit([*fit_self, *rows], [*held_self, *others] or rows, source=source)
             kept, why, on = _held_out_check(
-                fit_self, held_self, mine, by, kb.confidence_model(key), source
+                fit_self, held_self, mine, by, kb.confidence_model(key), made.model, source
             )
         except ValueError as exc:
             entry.update(kept=False, precedence=f"could not fit: {exc}")

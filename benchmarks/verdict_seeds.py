@@ -77,22 +77,14 @@ def calibrated(home: Path, paths: list[Path], seed: int, cache: Path) -> Knowled
 
 def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, Any]]:
     """Per style and group: n and the share of each verdict state; per style, its ceiling."""
-    outcomes = run(kb, queries, True)
-    found = shares(
-        (
-            o.query.style,
-            "none" if not o.query.has_precedent else ("right" if o.right() else "wrong"),
-            o.verdict,
-        )
-        for o in outcomes
-    )
+    grouped = [
+        (o, "none" if not o.query.has_precedent else ("right" if o.right() else "wrong"))
+        for o in run(kb, queries, True)
+    ]
+    found = shares((o.query.style, g, o.verdict) for o, g in grouped)
     for style, groups in found.items():
-        mine = [o for o in outcomes if o.query.style == style]
-        groups["ceiling"] = ceiling(
-            [o.p for o in mine if o.query.has_precedent and o.right()],
-            [o.p for o in mine if o.query.has_precedent and not o.right()],
-            [o.p for o in mine if not o.query.has_precedent],
-        )
+        p = {g: [o.p for o, h in grouped if o.query.style == style and h == g] for g in GROUPS}
+        groups["ceiling"] = ceiling(p["right"], p["wrong"], p["none"])
     return found
 
 

@@ -359,6 +359,25 @@ def _cells_met(name: str) -> int:
     return sum(sum(c["met"].values()) for c in _load(name)["summary"].values())
 
 
+SMALL = ("small_kb_before_refit.json", "small_kb.json")
+
+
+def _small(cell: str, group: str, state: str) -> str:
+    """A small-KB share before -> after the shipped text models were refitted ("69 -> 3 %")."""
+    before, after = (100 * _load(n)["states"][cell][group][state] for n in SMALL)
+    return f"{before:.0f} -> {after:.0f} %"
+
+
+def _never_found(*cells: str) -> str:
+    found = [_load(n)["states"][c]["none"]["found"] for n in SMALL for c in cells]
+    return 'never "found"' if not any(found) else f'"found" up to {100 * max(found):.0f} %'
+
+
+def _small_auroc(cell: str) -> str:
+    before, after = (_load(n)["states"][cell]["ceiling"]["auroc"] for n in SMALL)
+    return f"{before:.2f} -> {after:.2f}"
+
+
 def _golden_auroc_span() -> str:
     aurocs = [m["shipped_auroc"] for m in _load("eval_golden.json")["modes"].values()]
     return f"AUROC of confidence (precedent vs none) {min(aurocs):.3f}–{max(aurocs):.3f}"
@@ -1388,6 +1407,55 @@ FIGURES: list[tuple[str, Callable[[], str], str]] = [
                         _seed_mean,
                     )
                 )
+            )
+        ),
+        RETRIEVAL_PAGE,
+    ),
+    # small KBs (under MIN_DOCUMENTS) before and after the shipped text models were refitted,
+    # from benchmarks/small_kb.py --write (--name small_kb_before_refit at the commit before)
+    (
+        "small KBs: what the refit of the shipped text models moved",
+        lambda: (
+            'right tops told "no precedent": sample summaries {}, titles {}, AWS pager lines {}, '
+            'first updates {}, and "found": summaries {}, titles {}, pager lines {}, first '
+            'updates {}; queries with none in the KB told "found": pager lines {}, first '
+            'updates {}, summaries {}, titles {}; told "no precedent": summaries {}, titles {}, '
+            'pager lines {}, first updates {}; off-topic claims "no precedent" {} (sample KB) '
+            "and {} (AWS), {}. AUROC of p, right tops against none: summaries {}, "
+            "titles {}, pager lines {}, first updates {}".format(
+                *(
+                    _small(c, g, s)
+                    for c, g, s in (
+                        ("sample/summary", "right", "none"),
+                        ("sample/title", "right", "none"),
+                        ("aws/alert-line", "right", "none"),
+                        ("aws/first-update", "right", "none"),
+                        ("sample/summary", "right", "found"),
+                        ("sample/title", "right", "found"),
+                        ("aws/alert-line", "right", "found"),
+                        ("aws/first-update", "right", "found"),
+                        ("aws/alert-line", "none", "found"),
+                        ("aws/first-update", "none", "found"),
+                        ("sample/summary", "none", "found"),
+                        ("sample/title", "none", "found"),
+                        ("sample/summary", "none", "none"),
+                        ("sample/title", "none", "none"),
+                        ("aws/alert-line", "none", "none"),
+                        ("aws/first-update", "none", "none"),
+                        ("sample/off-topic", "none", "none"),
+                        ("aws/off-topic", "none", "none"),
+                    )
+                ),
+                _never_found("sample/off-topic", "aws/off-topic"),
+                *(
+                    _small_auroc(c)
+                    for c in (
+                        "sample/summary",
+                        "sample/title",
+                        "aws/alert-line",
+                        "aws/first-update",
+                    )
+                ),
             )
         ),
         RETRIEVAL_PAGE,

@@ -181,6 +181,9 @@ def main() -> int:
     previous = json.loads(args.out.read_text()) if args.out.exists() else {}
     for key, value in previous.get("confidence", {}).items():
         defaults["confidence"].setdefault(key, value)
+    # and so is what those scripts wrote of where their models came from (small_kb.py's entry)
+    for key, value in previous.get("provenance", {}).items():
+        defaults["provenance"].setdefault(key, value)
     for key, value in previous.items():
         defaults.setdefault(key, value)
     args.out.write_text(json.dumps(defaults, indent=2, sort_keys=True) + "\n")

@@ -227,6 +227,30 @@ def _runs(
     return out
 
 
+def mode_options(base: SearchOptions, family: str, weight: float) -> dict[str, SearchOptions]:
+    """The searches a KB's confidence models score, by model key: sparse-only always, and the
+    gated hybrid of ``family`` when dense has a ``weight`` (voting only while sparse is unsure,
+    as a search is served)."""
+    options = {"sparse": replace(base, mode="sparse")}
+    if weight > 0:
+        options[f"hybrid:{family}"] = replace(
+            base, mode="hybrid", dense_weight=weight, dense_vote=True
+        )
+    return options
+
+
+def labelled_searches(
+    kb: KnowledgeBase,
+    made: Sequence[SelfCase],
+    tiers: Sequence[str],
+    options: SearchOptions,
+    modes: Mapping[str, str | None],
+    searches: _Searches | None = None,
+) -> list[fitting.Labelled]:
+    """``made``'s cases searched with ``options`` and labelled (:func:`labelled`)."""
+    return labelled(_runs(kb, [s.case for s in made], tiers, options, searches), made, modes)
+
+
 def labelled(
     runs: Sequence[CaseRun], made: Sequence[SelfCase], modes: Mapping[str, str | None]
 ) -> list[fitting.Labelled]:
@@ -316,11 +340,7 @@ def self_calibrate(
             weight, modes_fitted["gate"] = _fit_gate(
                 kb, clean_fit, clean_held, tiers, base, searches
             )
-        options = {"sparse": replace(base, mode="sparse")}
-        if weight > 0:
-            options[f"hybrid:{family}"] = replace(
-                base, mode="hybrid", dense_weight=weight, dense_vote=True
-            )
+        options = mode_options(base, family, weight)
         searches.expect((len(fit) + len(held)) * len(options))
         for key, opts in options.items():
             described = (
@@ -328,10 +348,8 @@ def self_calibrate(
                 f"styles {', '.join(run['styles'])}"
                 f"{'; dense weight ' + str(weight) if key != 'sparse' else ''})"
             )
-            fit_rows = labelled(_runs(kb, [s.case for s in fit], tiers, opts, searches), fit, modes)
-            held_rows = labelled(
-                _runs(kb, [s.case for s in held], tiers, opts, searches), held, modes
-            )
+            fit_rows = labelled_searches(kb, fit, tiers, opts, modes, searches)
+            held_rows = labelled_searches(kb, held, tiers, opts, modes, searches)
             rows_by_key[key] = (fit_rows, held_rows)
             # people's labels on this mode's searches: half fitted, half checked (every
             # principal weighing the same, none more than people.MAX_PRINCIPAL_SHARE)

@@ -39,11 +39,12 @@ from seenbefore.knowledge.jsonl import FieldMapping
 from seenbefore.retrieval.cache import CachingEmbedder
 from seenbefore.retrieval.embedders import load_neural_embedder, neural_failure
 
+# the text models a KB too small to calibrate itself reads are benchmarks/small_kb.py --fit's
+# (run after this script: it reads the dense weight shipped here)
+from small_kb import KEYS as SMALL_KB_KEYS
+
 REPO = Path(__file__).resolve().parents[1]
 HELD_OUT = ("Security", "Memory", "Cloud", "CI-CD", "Configuration")
-# fitted by benchmarks/small_kb.py --fit (after this script: it reads the dense weight shipped
-# here), on small KBs, since only KBs too small to calibrate themselves read them
-SMALL_KB_KEYS = ("sparse", "hybrid:all-MiniLM-L6-v2")
 ALL_TIERS = ("general", "restricted", "security")
 console = Console(width=200)  # whole figures in a log, not "0.94…"
 
@@ -133,21 +134,15 @@ def main() -> int:
                 "evidence": dict(weights.evidence),
             }
             console.print(f"{name_key}: dense weight {weights.dense} — {weights.source}")
-            per_mode = {
-                "sparse": {n: runs[n][0] for n in runs},
-                f"dense:{name_key}": {n: runs[n][1] for n in runs},
-            }
-            if weights.dense > 0:
-                per_mode[f"hybrid:{name_key}"] = {
+            # the text models (SMALL_KB_KEYS) are fitted on small KBs, the way a KB fits
+            # itself, by small_kb.py; only what they do not cover is fitted here
+            per_mode = {f"dense:{name_key}": {n: runs[n][1] for n in runs}}
+            hybrid = f"hybrid:{name_key}"
+            if weights.dense > 0 and hybrid not in SMALL_KB_KEYS:
+                per_mode[hybrid] = {
                     n: runs_for(kb, cases, "hybrid", weights.dense) for n, kb, cases, _, _ in sets
                 }
             for key, by_set in per_mode.items():
-                if key == "sparse" and "sparse" in defaults["confidence"]:
-                    continue
-                if key in SMALL_KB_KEYS:
-                    # the text models only small KBs read are fitted on small KBs, the way a
-                    # KB fits itself (benchmarks/small_kb.py --fit); kept as they are here
-                    continue
                 fit_runs = [by_set[n][c.id] for n, _, _, fit, _ in sets for c in fit]
                 model = fit_confidence(
                     fit_runs,

@@ -44,7 +44,6 @@ from provenance import REPO, RESULTS, provenance, write_results
 from realtext import aws_events, aws_markdown, build_kb
 from replays import AWS_STYLES, aws_precedents, aws_text, replay_precedents, untyped_copy
 from seenbefore.calibration import fitting, selfcal
-from seenbefore.calibration.runs import timed_search
 from seenbefore.core.confidence import ConfidenceModel
 from seenbefore.kb import KnowledgeBase
 from seenbefore.knowledge.jsonl import PRESETS
@@ -52,7 +51,7 @@ from seenbefore.retrieval.context import shipped_weights
 from seenbefore.retrieval.hybrid import SearchOptions
 from verdict import SAMPLE, run, scifact_claims
 from verdict_cells import Query
-from verdict_seeds import ceiling, shares
+from verdict_seeds import GROUPS, ceiling, shares, states_cell
 
 console = Console(width=160)
 FAMILY = "all-MiniLM-L6-v2"
@@ -142,7 +141,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     ]
     told: list[tuple[str, str, str]] = []
     probs: dict[str, dict[str, list[float]]] = {}
-    sources: dict[str, str] = {}
+    models: set[str] = set()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seenbefore-small-") as scratch:
         root = Path(scratch)
@@ -150,9 +149,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for i, (name, folder, queries) in enumerate(windows, 1):
             kb = build_kb(root / f"home-{i}", [folder], None, True, args.cache)
             model = kb.confidence_model(f"hybrid:{FAMILY}")
-            sources[name] = model.source if model is not None else "none"
+            models.add(model.source if model is not None else "none")
             kind, size = name.split("/")
-            for o in run(kb, [*queries, *off_topic], True):
+            for o in run(kb, [*queries, *off_topic], True, others=False):
                 group = "none" if not o.query.has_precedent else ("right" if o.right() else "wrong")
                 for label in (f"{kind}/{o.query.style}", f"{kind}/{o.query.style}/{size}"):
                     told.append((label, group, o.verdict))
@@ -168,7 +167,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             found[label]["ceiling"] = ceiling(
                 groups["right"], groups.get("wrong", []), groups["none"]
             )
-    return {"states": found, "models": sorted(set(sources.values()))}
+    return {"states": found, "models": sorted(models)}
 
 
 # -- the fit: small KBs of graphrca's incidents --------------------------------------------------
@@ -199,21 +198,14 @@ def rows_of(kb: KnowledgeBase, seed: int) -> dict[str, tuple[list[Any], list[Any
     the way the product searches a small KB (the shipped dense weight, dense voting)."""
     fit_cases, held_cases, tiers = selfcal.self_cases(kb, seed=seed)
     modes = selfcal.modes_of(kb)
-    weight = shipped_weights(FAMILY).dense
-    options = {
-        "sparse": SearchOptions(k=10, mode="sparse"),
-        f"hybrid:{FAMILY}": SearchOptions(
-            k=10, mode="hybrid", dense_weight=weight, dense_vote=True
-        ),
+    options = selfcal.mode_options(SearchOptions(k=10), FAMILY, shipped_weights(FAMILY).dense)
+    return {
+        key: (
+            selfcal.labelled_searches(kb, fit_cases, tiers, opts, modes),
+            selfcal.labelled_searches(kb, held_cases, tiers, opts, modes),
+        )
+        for key, opts in options.items()
     }
-    out = {}
-    for key, opts in options.items():
-        halves = []
-        for made in (fit_cases, held_cases):
-            runs = [timed_search(kb, s.case, s.case.query, tiers=tiers, options=opts) for s in made]
-            halves.append(selfcal.labelled(runs, made, modes))
-        out[key] = (halves[0], halves[1])
-    return out
 
 
 def fit_defaults(args: argparse.Namespace) -> int:
@@ -245,8 +237,12 @@ def fit_defaults(args: argparse.Namespace) -> int:
             ),
         )
         data = made.model.as_dict()
-        if before is not None:
-            old = ConfidenceModel.from_dict(before)
+        old = ConfidenceModel.from_dict(before) if before is not None else None
+        if old is not None and (old.weights, old.bias) == (made.model.weights, made.model.bias):
+            # the same fit again: what it replaced the first time is still what it replaced
+            if "replaced" in old.metrics:
+                data["metrics"]["replaced"] = old.metrics["replaced"]
+        elif old is not None:
             data["metrics"]["replaced"] = {
                 "balanced_log_loss_held_out": {
                     "before": round(fitting.balanced_log_loss(old, held_rows), 4),
@@ -276,15 +272,7 @@ def show(states: dict[str, Any]) -> None:
     for col in ("set/style", "right top", "wrong top", "none in KB"):
         table.add_column(col)
     for label, groups in states.items():
-        cells = []
-        for g in ("right", "wrong", "none"):
-            c = groups[g]
-            cells.append(
-                "—"
-                if not c["n"]
-                else f"{c['found']:.0%}/{c['possible']:.0%}/{c['none']:.0%} ({c['n']})"
-            )
-        table.add_row(label, *cells)
+        table.add_row(label, *(states_cell(groups[g]) for g in GROUPS))
     console.print(table)
 
 

@@ -187,9 +187,16 @@ def apply_naive(outcomes: Sequence[Outcome], threshold: float) -> None:
 
 
 # -- running -----------------------------------------------------------------------------------
-def run(kb: KnowledgeBase, queries: Sequence[Query], dense: bool) -> list[Outcome]:
-    modes = {"default": SearchOptions(k=10), "sparse": SearchOptions(k=20, mode="sparse")}
-    if dense and kb.index().dense is not None:
+def run(
+    kb: KnowledgeBase, queries: Sequence[Query], dense: bool, *, others: bool = True
+) -> list[Outcome]:
+    """Each query searched in the default mode (its verdict, p and signals) and, with
+    ``others``, sparse-only and (``dense``, when the KB has vectors) dense-only too: their tops
+    and the naive baseline's BM25 score. A caller reading only the verdict leaves them out."""
+    modes = {"default": SearchOptions(k=10)}
+    if others:
+        modes["sparse"] = SearchOptions(k=20, mode="sparse")
+    if others and dense and kb.index().dense is not None:
         modes["dense"] = SearchOptions(k=20, mode="dense")
     out = []
     for q in queries:

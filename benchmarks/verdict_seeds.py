@@ -79,7 +79,7 @@ def states(kb: KnowledgeBase, queries: Sequence[Query]) -> dict[str, dict[str, A
     """Per style and group: n and the share of each verdict state; per style, its ceiling."""
     grouped = [
         (o, "none" if not o.query.has_precedent else ("right" if o.right() else "wrong"))
-        for o in run(kb, queries, True)
+        for o in run(kb, queries, True, others=False)
     ]
     found = shares((o.query.style, g, o.verdict) for o, g in grouped)
     for style, groups in found.items():
@@ -290,7 +290,8 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _cell(g: dict[str, Any]) -> str:
+def states_cell(g: dict[str, Any]) -> str:
+    """One group's found/possible/none % and its count: "64/29/7 (14)"."""
     pct = [f"{100 * g[s]:.0f}" if g[s] is not None else "-" for s in ("found", "possible", "none")]
     return "/".join(pct) + f" ({g['n']})"
 
@@ -327,7 +328,7 @@ def show(results: dict[str, Any]) -> None:
                     f"{name}/{style}",
                     seed,
                     f"{m.get('lo')} / {m.get('hi')} ({shapes})",
-                    *(_cell(v[g]) for g in GROUPS),
+                    *(states_cell(v[g]) for g in GROUPS),
                     f"{sum(v['met'].values())} of 4",
                     _ceiling(v.get("ceiling")),
                 )
